@@ -1,0 +1,198 @@
+//! What happened to each attempt of an intent.
+//!
+//! Logs and dashboards show single requests; an incident review needs the intent:
+//! which deliveries were made, what each got back, and why the client waited as long
+//! as it did. Every intent yields an [`AttemptLog`], on success (from the response,
+//! via [`ResponseExt::attempt_log`]) and on failure (from [`crate::Error::attempt_log`]).
+
+use std::time::Duration;
+
+use http::StatusCode;
+
+use crate::ids::RequestId;
+
+/// The attempts of one intent, oldest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AttemptLog {
+    attempts: Vec<AttemptRecord>,
+}
+
+impl AttemptLog {
+    pub(crate) fn push(&mut self, record: AttemptRecord) {
+        self.attempts.push(record);
+    }
+
+    pub(crate) fn set_last_delay(&mut self, delay: Duration, reason: DelayReason) {
+        if let Some(last) = self.attempts.last_mut() {
+            last.delay_after = Some(ScheduledDelay { delay, reason });
+        }
+    }
+
+    /// Every attempt, oldest first.
+    pub fn attempts(&self) -> &[AttemptRecord] {
+        &self.attempts
+    }
+
+    /// How many attempts were made.
+    pub fn len(&self) -> usize {
+        self.attempts.len()
+    }
+
+    /// True when no attempt was made (the request was refused before sending).
+    pub fn is_empty(&self) -> bool {
+        self.attempts.is_empty()
+    }
+
+    /// The most recent attempt.
+    pub fn last(&self) -> Option<&AttemptRecord> {
+        self.attempts.last()
+    }
+}
+
+/// One attempt: one delivery of the intent over the network.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptRecord {
+    pub(crate) number: u32,
+    pub(crate) request_id: RequestId,
+    pub(crate) outcome: AttemptOutcome,
+    pub(crate) duration: Duration,
+    pub(crate) delay_after: Option<ScheduledDelay>,
+}
+
+impl AttemptRecord {
+    /// 1 for the first attempt, 2 for the first retry, …
+    pub fn number(&self) -> u32 {
+        self.number
+    }
+
+    /// The request id this attempt carried.
+    pub fn request_id(&self) -> RequestId {
+        self.request_id
+    }
+
+    /// What the attempt got.
+    pub fn outcome(&self) -> &AttemptOutcome {
+        &self.outcome
+    }
+
+    /// From sending the request to receiving the response head (or the error).
+    pub fn duration(&self) -> Duration {
+        self.duration
+    }
+
+    /// The pause taken after this attempt and why; `None` when no retry followed.
+    pub fn delay_after(&self) -> Option<ScheduledDelay> {
+        self.delay_after
+    }
+}
+
+/// The result of one attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AttemptOutcome {
+    /// A response arrived with this status.
+    Status(StatusCode),
+    /// No response: a transport failure of this kind.
+    Failed(TransportFailure),
+}
+
+/// A transport failure, sorted by what it tells about the server's side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TransportFailure {
+    /// The connection could not be established: the request provably never left.
+    Connect,
+    /// The attempt timed out: the server may or may not have acted on it.
+    Timeout,
+    /// The connection closed or reset before a full response: the server may have acted.
+    ConnectionLost,
+    /// The request body could not be produced (a failing stream): not transient.
+    Body,
+    /// A redirect loop or a redirect policy error: not transient.
+    Redirect,
+    /// The request could not be built (bad URL, bad header): the caller's error.
+    InvalidRequest,
+    /// Anything else reqwest reports: not retried.
+    Other,
+}
+
+impl TransportFailure {
+    /// Sorts a reqwest error. Connect is checked first: a connect timeout is still a
+    /// request that never left.
+    pub(crate) fn of(error: &reqwest::Error) -> Self {
+        if error.is_builder() {
+            Self::InvalidRequest
+        } else if error.is_connect() {
+            Self::Connect
+        } else if error.is_timeout() {
+            Self::Timeout
+        } else if error.is_redirect() {
+            Self::Redirect
+        } else if error.is_body() {
+            Self::Body
+        } else if error.is_request() {
+            Self::ConnectionLost
+        } else {
+            Self::Other
+        }
+    }
+
+    /// The OpenTelemetry `error.type` value for this failure.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Connect => "connect",
+            Self::Timeout => "timeout",
+            Self::ConnectionLost => "connection_lost",
+            Self::Body => "body",
+            Self::Redirect => "redirect",
+            Self::InvalidRequest => "invalid_request",
+            Self::Other => "other",
+        }
+    }
+
+    /// True when the request may have reached the server.
+    pub fn may_have_reached_server(&self) -> bool {
+        !matches!(self, Self::Connect | Self::InvalidRequest)
+    }
+}
+
+/// A pause between two attempts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScheduledDelay {
+    /// How long.
+    pub delay: Duration,
+    /// Why that long.
+    pub reason: DelayReason,
+}
+
+/// Why a pause had the length it had.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DelayReason {
+    /// Chosen by the backoff strategy.
+    Backoff,
+    /// Requested by the server's `Retry-After`.
+    RetryAfter,
+}
+
+impl DelayReason {
+    /// A short label for logs and tables.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Backoff => "backoff",
+            Self::RetryAfter => "retry-after",
+        }
+    }
+}
+
+/// Reads the attempt log a [`crate::ResilientClient`] stored in a response.
+pub trait ResponseExt {
+    /// The log of the intent that produced this response.
+    fn attempt_log(&self) -> Option<&AttemptLog>;
+}
+
+impl ResponseExt for reqwest::Response {
+    fn attempt_log(&self) -> Option<&AttemptLog> {
+        self.extensions().get::<AttemptLog>()
+    }
+}

@@ -1,0 +1,726 @@
+//! Retry budgets: a cap on retries across a whole client, not per request.
+//!
+//! A per-request attempt limit is not enough to protect a struggling server.
+//! With 3 attempts per request, an outage where every attempt fails turns each
+//! request into 3, so the server sees up to 3× its normal load at the moment
+//! it is least able to take it. Layers multiply: a gateway, a service and this
+//! client, each retrying 3 times, send up to 3 × 3 × 3 = 27× the load. A retry
+//! *budget* caps the total instead: retries may be at most `ratio` × the
+//! ordinary requests seen recently. With a 10% budget an outage costs at most
+//! about 1.1× the normal load (plus the small reserve), however many attempts
+//! each request is allowed. This is the design of Finagle's `RetryBudget`
+//! (10 s TTL, a reserve, 20%), gRPC's `retryThrottling`, the AWS SDK retry
+//! quota and tower's `TpsBudget`.
+//!
+//! Every intent's first attempt is a [`RetryBudget::deposit`]; every retry must
+//! first be granted by [`RetryBudget::try_withdraw`]. Counts live in a sliding
+//! window of 10 slots of `window / 10` each, so memory is constant whatever the
+//! traffic and old requests fall out one slot at a time. A retry is granted iff
+//! `withdrawals + 1 <= ratio × deposits + reserve` over the window, evaluated in
+//! exact integer arithmetic (ratio in millionths, `u128` products), so the
+//! budget never over-grants, unlike float arithmetic that lets a 60% budget
+//! allow 100% (tower issue 857). The `reserve` is a number of retries per
+//! window granted even with no traffic, so a quiet client can still retry a
+//! single failed request.
+//!
+//! Defaults ([`RetryBudget::new_default`]): ratio 0.1, window 10 s, reserve 10,
+//! one budget for all hosts. 10% keeps the worst case near 1.1×; 10 s is long
+//! enough to smooth bursts yet short enough to recover quickly once the
+//! outage ends; 10 retries per window lets low-traffic clients ride out
+//! transient errors. A budget is shared by a client and all its clones; clone
+//! the handle to share it between clients on purpose. With `per_host(true)`
+//! each host gets its own window (up to 1024 hosts; see
+//! [`RetryBudgetBuilder::per_host`]).
+//!
+//! ```
+//! use reqwest_resilience::RetryBudget;
+//! use std::time::Duration;
+//!
+//! let budget = RetryBudget::builder()
+//!     .ratio(0.2)
+//!     .window(Duration::from_secs(10))
+//!     .reserve(0)
+//!     .build()?;
+//! for _ in 0..10 {
+//!     budget.deposit("api.example.com");
+//! }
+//! assert!(budget.try_withdraw("api.example.com"));
+//! assert!(budget.try_withdraw("api.example.com"));
+//! assert!(!budget.try_withdraw("api.example.com")); // 20% of 10 requests
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// Default share of requests that may be retried.
+pub(crate) const DEFAULT_RATIO: f64 = 0.1;
+/// Default sliding window.
+pub(crate) const DEFAULT_WINDOW: Duration = Duration::from_secs(10);
+/// Default retries always available per window.
+pub(crate) const DEFAULT_RESERVE: u32 = 10;
+
+/// Fixed-point scale of the ratio: the ratio is kept in millionths.
+const SCALE: u64 = 1_000_000;
+/// Number of slots in a window.
+const SLOTS: u64 = 10;
+/// Maximum number of hosts with their own window when per-host.
+const MAX_SCOPES: usize = 1024;
+const MIN_WINDOW: Duration = Duration::from_secs(1);
+const MAX_WINDOW: Duration = Duration::from_secs(3600);
+
+/// A retry budget shared by a client, its clones and anyone holding a clone.
+///
+/// Cloning is cheap and yields a handle to the *same* budget.
+#[derive(Clone)]
+pub struct RetryBudget {
+    inner: Arc<Inner>,
+}
+
+/// Builder for [`RetryBudget`]; setters never fail, [`build`](Self::build) validates.
+#[derive(Clone, Debug)]
+pub struct RetryBudgetBuilder {
+    ratio: f64,
+    window: Duration,
+    reserve: u32,
+    per_host: bool,
+}
+
+/// Why a [`RetryBudgetBuilder`] could not build a budget.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InvalidBudget {
+    /// The ratio was not a finite number in (0, 1].
+    #[error("retry budget ratio must be a finite number in (0, 1], got {0}")]
+    Ratio(f64),
+    /// The window was shorter than 1 s or longer than 1 h.
+    #[error("retry budget window must be between 1 s and 1 h, got {0:?}")]
+    Window(Duration),
+}
+
+struct Inner {
+    ratio: f64,
+    ratio_scaled: u64,
+    window: Duration,
+    slot_nanos: u128,
+    reserve: u32,
+    per_host: bool,
+    unlimited: bool,
+    origin: Instant,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    shared: Window,
+    hosts: HashMap<String, Window>,
+    last_sweep: Option<u64>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    epoch: u64,
+    deposits: u64,
+    withdrawals: u64,
+}
+
+#[derive(Default)]
+struct Window {
+    latest: u64,
+    slots: [Slot; SLOTS as usize],
+}
+
+const _: fn() = || {
+    fn assert_traits<T: Send + Sync + Clone>() {}
+    assert_traits::<RetryBudget>();
+};
+
+/// Largest `n <= SCALE` whose decimal `n / 10^6` does not exceed `ratio`.
+///
+/// This is `floor(ratio * 10^6)`, except that the float product may land one
+/// ulp below an integer (so `floor` would lose a millionth of what the user
+/// wrote); comparing `n / 10^6` against `ratio` in `f64` undoes that.
+fn scale_ratio(ratio: f64) -> u64 {
+    let scale = SCALE as f64;
+    let mut n = (ratio * scale).floor().clamp(0.0, scale);
+    while n > 0.0 && n / scale > ratio {
+        n -= 1.0;
+    }
+    while n < scale && (n + 1.0) / scale <= ratio {
+        n += 1.0;
+    }
+    n as u64
+}
+
+impl Window {
+    /// Time never goes backwards inside a window: late callers join the newest slot.
+    fn advance(&mut self, epoch: u64) -> u64 {
+        self.latest = self.latest.max(epoch);
+        self.latest
+    }
+
+    /// (deposits, withdrawals) over the 10 slots ending at `epoch`.
+    fn totals(&self, epoch: u64) -> (u64, u64) {
+        let epoch = epoch.max(self.latest);
+        self.slots
+            .iter()
+            .filter(|s| epoch.saturating_sub(s.epoch) < SLOTS)
+            .fold((0, 0), |(d, w), s| {
+                (
+                    d.saturating_add(s.deposits),
+                    w.saturating_add(s.withdrawals),
+                )
+            })
+    }
+
+    /// The slot for `epoch`, reset first if it holds a stale epoch.
+    fn slot(&mut self, epoch: u64) -> &mut Slot {
+        let slot = &mut self.slots[(epoch % SLOTS) as usize];
+        if slot.epoch != epoch {
+            *slot = Slot::default();
+            slot.epoch = epoch;
+        }
+        slot
+    }
+}
+
+impl State {
+    /// The window `scope` records into, creating it if there is room.
+    fn window_mut(&mut self, scope: &str, epoch: u64, per_host: bool) -> &mut Window {
+        if !per_host {
+            return &mut self.shared;
+        }
+        if !self.hosts.contains_key(scope) {
+            if self.hosts.len() >= MAX_SCOPES && self.last_sweep != Some(epoch) {
+                // At most once per slot: forget hosts with nothing in their window.
+                self.last_sweep = Some(epoch);
+                self.hosts.retain(|_, w| w.totals(epoch) != (0, 0));
+            }
+            if self.hosts.len() >= MAX_SCOPES {
+                return &mut self.shared;
+            }
+            self.hosts.insert(scope.to_owned(), Window::default());
+        }
+        self.hosts.get_mut(scope).unwrap_or(&mut self.shared)
+    }
+
+    /// The window `scope` would use, without creating one (`None` = fresh).
+    fn window(&self, scope: &str, per_host: bool) -> Option<&Window> {
+        if !per_host || (self.hosts.len() >= MAX_SCOPES && !self.hosts.contains_key(scope)) {
+            return Some(&self.shared);
+        }
+        self.hosts.get(scope)
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // The state is plain counters, always consistent: ignore poisoning.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn epoch(&self, now: Instant) -> u64 {
+        let nanos = now.saturating_duration_since(self.origin).as_nanos();
+        u64::try_from(nanos.checked_div(self.slot_nanos).unwrap_or(0)).unwrap_or(u64::MAX)
+    }
+
+    /// `ratio_scaled × deposits + reserve × SCALE`, exactly.
+    fn allowance_scaled(&self, deposits: u64) -> u128 {
+        u128::from(self.ratio_scaled) * u128::from(deposits)
+            + u128::from(self.reserve) * u128::from(SCALE)
+    }
+}
+
+impl RetryBudget {
+    /// A builder starting from the default settings (see [`RetryBudget::new_default`]).
+    pub fn builder() -> RetryBudgetBuilder {
+        RetryBudgetBuilder {
+            ratio: DEFAULT_RATIO,
+            window: DEFAULT_WINDOW,
+            reserve: DEFAULT_RESERVE,
+            per_host: false,
+        }
+    }
+
+    /// Default budget: ratio 0.1, window 10 s, reserve 10 retries per window, not per host.
+    pub fn new_default() -> RetryBudget {
+        Self::builder().build_at(Instant::now(), false)
+    }
+
+    /// A budget that never refuses (for tests / opting out).
+    ///
+    /// It takes no lock and keeps no counts; it reports ratio 1, a 10 s
+    /// window and a reserve of `u32::MAX`.
+    pub fn unlimited() -> RetryBudget {
+        let builder = Self::builder().ratio(1.0).reserve(u32::MAX);
+        builder.build_at(Instant::now(), true)
+    }
+
+    /// Record one ordinary request (an intent's first attempt) for `scope`
+    /// (the host; ignored unless per-host).
+    pub fn deposit(&self, scope: &str) {
+        self.deposit_at(scope, Instant::now());
+    }
+
+    /// Ask for one retry for `scope`; `true` = granted and counted.
+    pub fn try_withdraw(&self, scope: &str) -> bool {
+        self.try_withdraw_at(scope, Instant::now())
+    }
+
+    /// [`deposit`](Self::deposit) at an explicit time.
+    ///
+    /// Times before the budget was built count as the moment it was built.
+    pub fn deposit_at(&self, scope: &str, now: Instant) {
+        let inner = &*self.inner;
+        if inner.unlimited {
+            return;
+        }
+        self.with_window(scope, now, |window, epoch| {
+            let slot = window.slot(epoch);
+            slot.deposits = slot.deposits.saturating_add(1);
+        });
+    }
+
+    /// [`try_withdraw`](Self::try_withdraw) at an explicit time.
+    ///
+    /// A time earlier than one already seen by the same window counts as that
+    /// later time, so reordered callers can never free extra retries.
+    pub fn try_withdraw_at(&self, scope: &str, now: Instant) -> bool {
+        let inner = &*self.inner;
+        if inner.unlimited {
+            return true;
+        }
+        self.with_window(scope, now, |window, epoch| {
+            let (deposits, withdrawals) = window.totals(epoch);
+            let wanted = (u128::from(withdrawals) + 1) * u128::from(SCALE);
+            let granted = wanted <= inner.allowance_scaled(deposits);
+            if granted {
+                let slot = window.slot(epoch);
+                slot.withdrawals = slot.withdrawals.saturating_add(1);
+            }
+            granted
+        })
+    }
+
+    /// Run `f` on the window of `scope` at the (never decreasing) epoch of `now`.
+    fn with_window<R>(
+        &self,
+        scope: &str,
+        now: Instant,
+        f: impl FnOnce(&mut Window, u64) -> R,
+    ) -> R {
+        let epoch = self.inner.epoch(now);
+        let mut state = self.inner.lock();
+        let window = state.window_mut(scope, epoch, self.inner.per_host);
+        let epoch = window.advance(epoch);
+        f(window, epoch)
+    }
+
+    /// Retries still grantable at `now` for `scope` (for logs/tests), saturating at 0.
+    ///
+    /// Does not create a per-host window. `u64::MAX` for an unlimited budget.
+    pub fn available_at(&self, scope: &str, now: Instant) -> u64 {
+        let inner = &*self.inner;
+        if inner.unlimited {
+            return u64::MAX;
+        }
+        let epoch = inner.epoch(now);
+        let (deposits, withdrawals) = inner
+            .lock()
+            .window(scope, inner.per_host)
+            .map_or((0, 0), |w| w.totals(epoch));
+        let allowed = inner.allowance_scaled(deposits) / u128::from(SCALE);
+        let left = allowed.saturating_sub(u128::from(withdrawals));
+        u64::try_from(left).unwrap_or(u64::MAX)
+    }
+
+    /// Fraction of ordinary requests that may be retried.
+    pub fn ratio(&self) -> f64 {
+        self.inner.ratio
+    }
+
+    /// Length of the sliding window.
+    pub fn window(&self) -> Duration {
+        self.inner.window
+    }
+
+    /// Retries granted per window even without traffic.
+    pub fn reserve(&self) -> u32 {
+        self.inner.reserve
+    }
+
+    /// Whether each host (scope) has its own window.
+    pub fn is_per_host(&self) -> bool {
+        self.inner.per_host
+    }
+}
+
+impl Default for RetryBudget {
+    fn default() -> Self {
+        Self::new_default()
+    }
+}
+
+impl fmt::Debug for RetryBudget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let inner = &*self.inner;
+        let mut out = f.debug_struct("RetryBudget");
+        out.field("ratio", &inner.ratio)
+            .field("window", &inner.window)
+            .field("reserve", &inner.reserve)
+            .field("per_host", &inner.per_host)
+            .field("unlimited", &inner.unlimited);
+        if !inner.unlimited {
+            // Copy the counts out; the lock is released before formatting.
+            let epoch = inner.epoch(Instant::now());
+            let state = inner.lock();
+            let windows = state.hosts.values().chain([&state.shared]);
+            let (deposits, withdrawals) = windows
+                .map(|w| w.totals(epoch))
+                .fold((0u64, 0u64), |(a, b), (d, w)| {
+                    (a.saturating_add(d), b.saturating_add(w))
+                });
+            let hosts = state.hosts.len();
+            drop(state);
+            out.field("deposits_in_window", &deposits)
+                .field("withdrawals_in_window", &withdrawals)
+                .field("host_windows", &hosts);
+        }
+        out.finish()
+    }
+}
+
+impl RetryBudgetBuilder {
+    /// Fraction of ordinary requests that may be retried, in (0, 1] (default 0.1).
+    ///
+    /// Applied in millionths: the effective ratio is the ratio rounded down to
+    /// 6 decimal places.
+    pub fn ratio(mut self, r: f64) -> Self {
+        self.ratio = r;
+        self
+    }
+
+    /// Length of the sliding window, 1 s ..= 1 h (default 10 s).
+    pub fn window(mut self, w: Duration) -> Self {
+        self.window = w;
+        self
+    }
+
+    /// Retries granted per window even with no traffic; any `u32`, including 0 (default 10).
+    pub fn reserve(mut self, retries_per_window: u32) -> Self {
+        self.reserve = retries_per_window;
+        self
+    }
+
+    /// Give each scope (host) its own window (default `false`: one window for all).
+    ///
+    /// At most 1024 hosts have their own window; when that many are tracked,
+    /// further new hosts share one overflow window. Hosts with nothing left in
+    /// their window are forgotten (checked at most once per `window / 10`) to
+    /// make room.
+    pub fn per_host(mut self, yes: bool) -> Self {
+        self.per_host = yes;
+        self
+    }
+
+    /// Validate the settings and build the budget.
+    pub fn build(self) -> Result<RetryBudget, InvalidBudget> {
+        self.validate()?;
+        Ok(self.build_at(Instant::now(), false))
+    }
+
+    fn validate(&self) -> Result<(), InvalidBudget> {
+        if !(self.ratio.is_finite() && self.ratio > 0.0 && self.ratio <= 1.0) {
+            return Err(InvalidBudget::Ratio(self.ratio));
+        }
+        if !(MIN_WINDOW..=MAX_WINDOW).contains(&self.window) {
+            return Err(InvalidBudget::Window(self.window));
+        }
+        Ok(())
+    }
+
+    /// Build with a given origin; settings must already be valid.
+    fn build_at(self, origin: Instant, unlimited: bool) -> RetryBudget {
+        RetryBudget {
+            inner: Arc::new(Inner {
+                ratio: self.ratio,
+                ratio_scaled: scale_ratio(self.ratio),
+                window: self.window,
+                slot_nanos: (self.window.as_nanos() / u128::from(SLOTS)).max(1),
+                reserve: self.reserve,
+                per_host: self.per_host,
+                unlimited,
+                origin,
+                state: Mutex::new(State::default()),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const H: &str = "example.com";
+
+    fn secs(s: f64) -> Duration {
+        Duration::from_secs_f64(s)
+    }
+
+    /// A valid budget whose origin is `base`, so `*_at` offsets are exact.
+    fn make(ratio: f64, reserve: u32, per_host: bool) -> (RetryBudget, Instant) {
+        let builder = RetryBudget::builder().ratio(ratio).reserve(reserve);
+        let base = Instant::now();
+        (builder.per_host(per_host).build_at(base, false), base)
+    }
+
+    fn grants(b: &RetryBudget, scope: &str, at: Instant, tries: u32) -> u32 {
+        (0..tries)
+            .map(|_| u32::from(b.try_withdraw_at(scope, at)))
+            .sum()
+    }
+
+    #[test]
+    fn default_settings() {
+        for b in [RetryBudget::new_default(), RetryBudget::default()] {
+            assert_eq!(b.ratio(), 0.1);
+            assert_eq!(b.window(), Duration::from_secs(10));
+            assert_eq!(b.reserve(), 10);
+            assert!(!b.is_per_host());
+        }
+    }
+
+    #[test]
+    fn fresh_budget_grants_exactly_reserve() {
+        let (b, t) = make(0.1, 7, false);
+        assert_eq!(b.available_at(H, t), 7);
+        assert_eq!(grants(&b, H, t, 20), 7);
+        assert_eq!(b.available_at(H, t), 0);
+    }
+
+    #[test]
+    fn ratio_limits_grants_exactly() {
+        // (ratio, deposits, expected): 0.6 is the tower#857 regression.
+        for (ratio, deposits, expected) in [(0.1, 100, 10), (0.6, 10, 6), (1.0, 37, 37)] {
+            let (b, t) = make(ratio, 0, false);
+            (0..deposits).for_each(|_| b.deposit_at(H, t));
+            assert_eq!(b.available_at(H, t), u64::from(expected));
+            assert_eq!(grants(&b, H, t, 100), expected, "ratio {ratio}");
+        }
+    }
+
+    #[test]
+    fn decimal_ratios_scale_exactly() {
+        for n in 1..=SCALE {
+            assert_eq!(scale_ratio(n as f64 / 1e6), n);
+        }
+        assert_eq!(scale_ratio(1e-9), 0);
+        assert_eq!(scale_ratio(0.123_456_9), 123_456);
+    }
+
+    #[test]
+    fn deposits_and_withdrawals_expire_after_window() {
+        let (b, t) = make(0.5, 3, false);
+        (0..10).for_each(|_| b.deposit_at(H, t));
+        assert_eq!(b.available_at(H, t + secs(9.999)), 8);
+        assert_eq!(grants(&b, H, t + secs(10.0), 5), 3); // reserve only
+        assert_eq!(grants(&b, H, t + secs(19.9), 5), 0);
+        assert_eq!(grants(&b, H, t + secs(20.0), 5), 3); // reserve refilled
+    }
+
+    #[test]
+    fn partial_expiry_across_slots() {
+        let (b, t) = make(1.0, 0, false);
+        (0..5).for_each(|_| b.deposit_at(H, t));
+        assert_eq!(grants(&b, H, t + secs(3.0), 2), 2);
+        (0..5).for_each(|_| b.deposit_at(H, t + secs(5.0)));
+        assert_eq!(b.available_at(H, t + secs(9.9)), 8);
+        assert_eq!(b.available_at(H, t + secs(10.0)), 3); // t=0 slot gone
+        assert_eq!(b.available_at(H, t + secs(13.0)), 5); // t=3 s withdrawals gone
+        assert_eq!(b.available_at(H, t + secs(15.0)), 0);
+    }
+
+    #[test]
+    fn time_never_runs_backwards() {
+        let (b, t) = make(0.1, 2, false);
+        assert_eq!(grants(&b, H, t + secs(20.0), 5), 2);
+        assert_eq!(grants(&b, H, t, 5), 0); // an old instant cannot reopen t=0
+        let late = RetryBudget::builder().build_at(t + secs(5.0), false);
+        late.deposit_at(H, t); // before origin: counts as origin
+        assert_eq!(late.available_at(H, t + secs(5.0)), 10);
+        assert_eq!(late.available_at(H, t + secs(14.9)), 10);
+    }
+
+    #[test]
+    fn clones_share_state() {
+        let (a, t) = make(0.1, 4, false);
+        let b = a.clone();
+        assert_eq!(grants(&a, H, t, 2), 2);
+        assert_eq!(grants(&b, H, t, 5), 2);
+        assert_eq!(a.available_at(H, t), 0);
+    }
+
+    #[test]
+    fn threads_share_one_budget_and_survive_poisoning() {
+        let (b, t) = make(0.1, 50, false);
+        let workers: Vec<_> = (0..4)
+            .map(|_| {
+                let b = b.clone();
+                std::thread::spawn(move || grants(&b, H, t, 100))
+            })
+            .collect();
+        let total: u32 = workers.into_iter().map(|w| w.join().unwrap_or(0)).sum();
+        assert_eq!(total, 50);
+        let poisoner = b.clone();
+        let _ = std::thread::spawn(move || {
+            let _guard = poisoner.inner.lock();
+            panic!("poison the budget lock");
+        })
+        .join();
+        assert!(b.inner.state.is_poisoned());
+        assert_eq!(grants(&b, H, t + secs(10.0), 100), 50);
+    }
+
+    #[test]
+    fn per_host_separates_and_shared_does_not() {
+        let (per, t) = make(0.1, 2, true);
+        assert_eq!(grants(&per, "a", t, 5), 2);
+        assert_eq!(grants(&per, "b", t, 5), 2);
+        let (shared, t) = make(0.1, 2, false);
+        assert_eq!(grants(&shared, "a", t, 5), 2);
+        assert_eq!(grants(&shared, "b", t, 5), 0);
+    }
+
+    #[test]
+    fn overflow_scopes_share_one_window() {
+        let (b, t) = make(0.1, 1, true);
+        for i in 0..MAX_SCOPES {
+            b.deposit_at(&format!("h{i}"), t);
+        }
+        assert_eq!(b.available_at("never-seen", t), 1);
+        assert_eq!(grants(&b, "x", t, 3), 1); // overflow window
+        assert_eq!(grants(&b, "y", t, 3), 0); // same overflow window
+        assert_eq!(grants(&b, "h0", t, 3), 1); // tracked host keeps its own
+        assert_eq!(b.inner.lock().hosts.len(), MAX_SCOPES);
+        // A window later every host is idle and is forgotten to make room.
+        let later = t + secs(10.0);
+        assert_eq!(grants(&b, "x", later, 3), 1);
+        assert_eq!(grants(&b, "y", later, 3), 1);
+        assert_eq!(b.inner.lock().hosts.len(), 2);
+    }
+
+    #[test]
+    fn unlimited_always_grants() {
+        let b = RetryBudget::unlimited();
+        let t = Instant::now();
+        assert_eq!(grants(&b, H, t, 10_000), 10_000);
+        assert_eq!(b.available_at(H, t), u64::MAX);
+        b.deposit(H);
+        assert!(b.try_withdraw(H));
+        assert_eq!(b.inner.lock().hosts.len(), 0);
+    }
+
+    #[test]
+    fn builder_validates() {
+        let build = |r, ms| {
+            RetryBudget::builder()
+                .ratio(r)
+                .window(Duration::from_millis(ms))
+                .build()
+        };
+        for r in [0.0, -0.1, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1.01] {
+            assert!(
+                matches!(build(r, 10_000), Err(InvalidBudget::Ratio(_))),
+                "{r}"
+            );
+        }
+        for ms in [0, 999, 3_600_001, 7_200_000] {
+            assert_eq!(
+                build(0.5, ms).unwrap_err(),
+                InvalidBudget::Window(Duration::from_millis(ms))
+            );
+        }
+        let b = build(1.0, 1_000).unwrap();
+        assert_eq!((b.ratio(), b.window(), b.reserve()), (1.0, secs(1.0), 10));
+        assert!(build(1e-9, 3_600_000).is_ok());
+        assert!(InvalidBudget::Ratio(2.0).to_string().contains("got 2"));
+    }
+
+    #[test]
+    fn debug_does_not_panic() {
+        let (b, t) = make(0.1, 1, true);
+        b.deposit_at("a", t);
+        let (u, builder) = (RetryBudget::unlimited(), RetryBudget::builder());
+        let text = format!("{b:?} {u:?} {builder:?}");
+        assert!(text.contains("deposits_in_window: 1"), "{text}");
+    }
+
+    /// Naive model: (deposits, grants) among `events` (time in ms, is_deposit)
+    /// whose slot of `slot_ms` is one of the last `slots` slots at `now_ms`.
+    fn count(events: &[(u64, bool)], slot_ms: u64, now_ms: u64, slots: u64) -> (u128, u128) {
+        let recent = events
+            .iter()
+            .filter(|(t, _)| t / slot_ms + slots > now_ms / slot_ms);
+        recent.fold(
+            (0, 0),
+            |(d, w), &(_, dep)| if dep { (d + 1, w) } else { (d, w + 1) },
+        )
+    }
+
+    fn any_ratio() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            Just(1.0),
+            (1u32..=1000).prop_map(|n| f64::from(n) / 1000.0),
+            1e-7f64..1.0,
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(96))]
+        #[test]
+        fn matches_naive_model(
+            ratio in any_ratio(),
+            window_s in 1u64..=60,
+            reserve in 0u32..=50,
+            ops in prop::collection::vec((prop_oneof![Just(0), any::<u64>()], any::<bool>()), 0..2000),
+        ) {
+            let builder = RetryBudget::builder().ratio(ratio).reserve(reserve);
+            let base = Instant::now();
+            let budget = builder.window(Duration::from_secs(window_s)).build_at(base, false);
+            // Largest n with n/10^6 <= ratio, found by bisection (not scale_ratio).
+            let (mut lo, mut hi) = (0u64, SCALE + 1);
+            while hi - lo > 1 {
+                let mid = (lo + hi) / 2;
+                if mid as f64 / 1e6 <= ratio { lo = mid } else { hi = mid }
+            }
+            let (scale, ratio_scaled, slot_ms) = (u128::from(SCALE), u128::from(lo), window_s * 100);
+            let reserve_scaled = u128::from(reserve) * scale;
+            let (mut events, mut now_ms) = (Vec::new(), 0u64);
+            for (advance, deposit) in ops {
+                now_ms += advance % (window_s * 1000 / 3 + 1);
+                let now = base + Duration::from_millis(now_ms);
+                let (d, w) = count(&events, slot_ms, now_ms, 10);
+                let allowance = ratio_scaled * d + reserve_scaled;
+                // Grants made earlier may outlive the deposits that paid for
+                // them, so at an arbitrary time the bound needs two windows.
+                let (d2, _) = count(&events, slot_ms, now_ms, 19);
+                prop_assert!(w * scale <= ratio_scaled * d2 + reserve_scaled);
+                prop_assert_eq!(u128::from(budget.available_at(H, now)), (allowance / scale).saturating_sub(w));
+                if deposit {
+                    budget.deposit_at(H, now);
+                    events.push((now_ms, true));
+                } else {
+                    let granted = budget.try_withdraw_at(H, now);
+                    // Exact decision; a grant keeps W <= ratio * D + reserve.
+                    prop_assert_eq!(granted, (w + 1) * scale <= allowance);
+                    if granted {
+                        events.push((now_ms, false));
+                    }
+                }
+            }
+        }
+    }
+}

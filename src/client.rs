@@ -1,0 +1,348 @@
+//! The wrapper: [`ResilientClient`] and its [`RequestBuilder`], shaped like reqwest's.
+//!
+//! `client.post(url).json(&body).send().await` sends one *intent*: one idempotency
+//! key (generated before the first attempt, or the caller's), a fresh request id per
+//! attempt, and as many attempts as the policy, the deadline and the shared budget
+//! allow.
+//!
+//! # Retry at one layer only
+//!
+//! Since 0.12.23 reqwest has a small retry layer of its own. A client built by this
+//! crate ([`ResilientClient::new`], [`ResilientClient::with_policy`],
+//! [`ResilientClient::reqwest_builder`]) turns it off with `reqwest::retry::never()`,
+//! so retries never stack. If you pass your own `reqwest::Client` to
+//! [`ResilientClient::from_parts`], build it with `.retry(reqwest::retry::never())`
+//! too, and do not put another retrying layer (a proxy, a middleware, an outer
+//! retry loop) around this one: three layers of three attempts make 27.
+
+use std::fmt;
+use std::time::Duration;
+
+use http::header::{HeaderMap, HeaderName, HeaderValue};
+use http::Method;
+use reqwest::IntoUrl;
+
+use crate::error::Error;
+use crate::idempotency::{IdempotencyKey, InvalidKey};
+use crate::intent::Intent;
+use crate::policy::RetryPolicy;
+
+/// A `reqwest::Client` plus a [`RetryPolicy`]. Cheap to clone; clones share the
+/// connection pool, the retry budget and the seeded random source.
+///
+/// # Examples
+/// ```no_run
+/// use reqwest_resilience::{ResilientClient, RetryPolicy};
+///
+/// # async fn run() -> Result<(), reqwest_resilience::Error> {
+/// let client = ResilientClient::with_policy(RetryPolicy::builder().max_attempts(4).build().unwrap());
+/// let response = client
+///     .post("http://127.0.0.1:8080/payments")
+///     .header("content-type", "application/json")
+///     .body(r#"{"amount": 500}"#)
+///     .send()
+///     .await?;
+/// println!("{}", response.status());
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct ResilientClient {
+    http: reqwest::Client,
+    policy: RetryPolicy,
+}
+
+impl ResilientClient {
+    /// A client with the default policy and reqwest's own retries turned off.
+    ///
+    /// # Panics
+    /// As `reqwest::Client::new`, when the TLS backend or resolver cannot be
+    /// initialised. Use [`ResilientClient::reqwest_builder`] and
+    /// [`ResilientClient::from_parts`] to handle that error instead.
+    pub fn new() -> Self {
+        Self::with_policy(RetryPolicy::default())
+    }
+
+    /// A client with this policy and reqwest's own retries turned off.
+    ///
+    /// # Panics
+    /// As [`ResilientClient::new`].
+    pub fn with_policy(policy: RetryPolicy) -> Self {
+        let http = Self::reqwest_builder()
+            .build()
+            .expect("reqwest client could not be initialised (TLS backend or resolver)");
+        Self::from_parts(http, policy)
+    }
+
+    /// Wraps your own client. Build it with `.retry(reqwest::retry::never())` (or
+    /// start from [`ResilientClient::reqwest_builder`]) so retries do not stack.
+    pub fn from_parts(http: reqwest::Client, policy: RetryPolicy) -> Self {
+        Self { http, policy }
+    }
+
+    /// A `reqwest::ClientBuilder` with reqwest's retry layer already off.
+    pub fn reqwest_builder() -> reqwest::ClientBuilder {
+        reqwest::Client::builder().retry(reqwest::retry::never())
+    }
+
+    /// The inner reqwest client.
+    pub fn inner(&self) -> &reqwest::Client {
+        &self.http
+    }
+
+    /// The retry policy.
+    pub fn policy(&self) -> &RetryPolicy {
+        &self.policy
+    }
+
+    /// Starts a request with any method.
+    pub fn request<U: IntoUrl>(&self, method: Method, url: U) -> RequestBuilder {
+        RequestBuilder {
+            client: self.clone(),
+            inner: self.http.request(method, url),
+            key: KeyChoice::Policy,
+            deadline: DeadlineChoice::Policy,
+        }
+    }
+
+    /// Starts a GET.
+    pub fn get<U: IntoUrl>(&self, url: U) -> RequestBuilder {
+        self.request(Method::GET, url)
+    }
+
+    /// Starts a POST (gets an idempotency key by default).
+    pub fn post<U: IntoUrl>(&self, url: U) -> RequestBuilder {
+        self.request(Method::POST, url)
+    }
+
+    /// Starts a PUT.
+    pub fn put<U: IntoUrl>(&self, url: U) -> RequestBuilder {
+        self.request(Method::PUT, url)
+    }
+
+    /// Starts a PATCH (gets an idempotency key by default).
+    pub fn patch<U: IntoUrl>(&self, url: U) -> RequestBuilder {
+        self.request(Method::PATCH, url)
+    }
+
+    /// Starts a DELETE.
+    pub fn delete<U: IntoUrl>(&self, url: U) -> RequestBuilder {
+        self.request(Method::DELETE, url)
+    }
+
+    /// Starts a HEAD.
+    pub fn head<U: IntoUrl>(&self, url: U) -> RequestBuilder {
+        self.request(Method::HEAD, url)
+    }
+
+    /// Sends an already built request as one intent, with the policy's key rules.
+    ///
+    /// # Errors
+    /// As [`RequestBuilder::send`].
+    pub async fn execute(&self, request: reqwest::Request) -> Result<reqwest::Response, Error> {
+        RequestBuilder {
+            client: self.clone(),
+            inner: reqwest::RequestBuilder::from_parts(self.http.clone(), request),
+            key: KeyChoice::Policy,
+            deadline: DeadlineChoice::Policy,
+        }
+        .send()
+        .await
+    }
+}
+
+impl Default for ResilientClient {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for ResilientClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResilientClient")
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
+}
+
+enum KeyChoice {
+    /// Generate one if the policy says so for this method.
+    Policy,
+    Caller(Result<IdempotencyKey, InvalidKey>),
+    Off,
+}
+
+enum DeadlineChoice {
+    Policy,
+    Set(Option<Duration>),
+}
+
+/// Builds one intent. Mirrors `reqwest::RequestBuilder`; any reqwest setter not
+/// mirrored here is reachable through [`RequestBuilder::map_request`].
+#[must_use = "a RequestBuilder does nothing until you send() it"]
+pub struct RequestBuilder {
+    client: ResilientClient,
+    inner: reqwest::RequestBuilder,
+    key: KeyChoice,
+    deadline: DeadlineChoice,
+}
+
+impl RequestBuilder {
+    /// Adds a header.
+    pub fn header<K, V>(self, key: K, value: V) -> Self
+    where
+        HeaderName: TryFrom<K>,
+        <HeaderName as TryFrom<K>>::Error: Into<http::Error>,
+        HeaderValue: TryFrom<V>,
+        <HeaderValue as TryFrom<V>>::Error: Into<http::Error>,
+    {
+        self.map_request(|inner| inner.header(key, value))
+    }
+
+    /// Adds headers.
+    pub fn headers(self, headers: HeaderMap) -> Self {
+        self.map_request(|inner| inner.headers(headers))
+    }
+
+    /// HTTP basic authentication (never logged).
+    pub fn basic_auth<U: fmt::Display, P: fmt::Display>(
+        self,
+        username: U,
+        password: Option<P>,
+    ) -> Self {
+        self.map_request(|inner| inner.basic_auth(username, password))
+    }
+
+    /// Bearer authentication (never logged).
+    pub fn bearer_auth<T: fmt::Display>(self, token: T) -> Self {
+        self.map_request(|inner| inner.bearer_auth(token))
+    }
+
+    /// Sets the body. Bytes and strings are replayed on every attempt; a stream
+    /// (`reqwest::Body::wrap_stream`) is sent once and never retried.
+    pub fn body<T: Into<reqwest::Body>>(self, body: T) -> Self {
+        self.map_request(|inner| inner.body(body))
+    }
+
+    /// Timeout of each attempt of this request (overrides the policy's; still
+    /// clipped to the time left before the deadline).
+    pub fn timeout(self, timeout: Duration) -> Self {
+        self.map_request(|inner| inner.timeout(timeout))
+    }
+
+    /// Sets the HTTP version.
+    pub fn version(self, version: http::Version) -> Self {
+        self.map_request(|inner| inner.version(version))
+    }
+
+    /// Sets a JSON body (feature `json`).
+    #[cfg(feature = "json")]
+    pub fn json<T: serde::Serialize + ?Sized>(self, json: &T) -> Self {
+        self.map_request(|inner| inner.json(json))
+    }
+
+    /// Appends query parameters (feature `query`).
+    #[cfg(feature = "query")]
+    pub fn query<T: serde::Serialize + ?Sized>(self, query: &T) -> Self {
+        self.map_request(|inner| inner.query(query))
+    }
+
+    /// Sets a form body (feature `form`).
+    #[cfg(feature = "form")]
+    pub fn form<T: serde::Serialize + ?Sized>(self, form: &T) -> Self {
+        self.map_request(|inner| inner.form(form))
+    }
+
+    /// Applies any `reqwest::RequestBuilder` setter.
+    pub fn map_request(
+        mut self,
+        f: impl FnOnce(reqwest::RequestBuilder) -> reqwest::RequestBuilder,
+    ) -> Self {
+        self.inner = f(self.inner);
+        self
+    }
+
+    /// Uses the caller's own idempotency key, verbatim, on every attempt (e.g. one
+    /// created when the form opened and persisted across restarts). Makes the
+    /// request retryable whatever its method. An invalid key (control characters,
+    /// over 255 bytes, …) fails [`send`](Self::send) before anything is sent.
+    pub fn idempotency_key(mut self, key: impl Into<String>) -> Self {
+        self.key = KeyChoice::Caller(IdempotencyKey::new(key));
+        self
+    }
+
+    /// Sends without an idempotency key. A POST or PATCH is then retried only when
+    /// the connection provably was never established.
+    pub fn without_idempotency_key(mut self) -> Self {
+        self.key = KeyChoice::Off;
+        self
+    }
+
+    /// Overrides the policy's deadline for this intent.
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = DeadlineChoice::Set(Some(deadline));
+        self
+    }
+
+    /// No deadline for this intent.
+    pub fn no_deadline(mut self) -> Self {
+        self.deadline = DeadlineChoice::Set(None);
+        self
+    }
+
+    /// Sends the intent.
+    ///
+    /// Returns `Ok(response)` for any response that is final: a success, or a
+    /// status that is not retried (400, 404, 422…), exactly as reqwest would. The
+    /// response carries the [`crate::AttemptLog`] (see [`crate::ResponseExt`]).
+    ///
+    /// # Errors
+    /// An [`Error`] when the intent gave up: attempts exhausted, deadline exceeded,
+    /// Retry-After too long, budget exhausted, a streamed body that cannot be
+    /// replayed, a failure that is not retryable, or an invalid request or key
+    /// (then nothing was sent). Check [`Error::is_outcome_unknown`] before
+    /// deciding what to do next.
+    pub async fn send(self) -> Result<reqwest::Response, Error> {
+        let RequestBuilder {
+            client,
+            inner,
+            key,
+            deadline,
+        } = self;
+        let request = inner.build().map_err(Error::invalid_request)?;
+        let policy = &client.policy.inner;
+        let key = match key {
+            KeyChoice::Caller(key) => Some(key.map_err(Error::invalid_key)?),
+            KeyChoice::Off => None,
+            KeyChoice::Policy => match request.headers().get(&policy.key_header) {
+                // A key header set by hand is the caller's key.
+                Some(value) => Some(
+                    IdempotencyKey::new(String::from_utf8_lossy(value.as_bytes()))
+                        .map_err(Error::invalid_key)?,
+                ),
+                None if client.policy.generates_key_for(request.method()) => {
+                    Some(IdempotencyKey::generate())
+                }
+                None => None,
+            },
+        };
+        let deadline = match deadline {
+            DeadlineChoice::Policy => policy.deadline,
+            DeadlineChoice::Set(deadline) => deadline,
+        };
+        Intent {
+            http: &client.http,
+            policy,
+            request,
+            key,
+            deadline,
+        }
+        .run()
+        .await
+    }
+}
+
+impl fmt::Debug for RequestBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RequestBuilder").finish_non_exhaustive()
+    }
+}

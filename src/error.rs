@@ -1,0 +1,326 @@
+//! The one error type: why the intent gave up, and what the caller must do next.
+//!
+//! The most important bit is [`Error::is_outcome_unknown`]: when an attempt may have
+//! reached the server and no final answer came back, the caller must reconcile (ask a
+//! status route, or retry later *with the same key*), never resend with a new key.
+
+use std::fmt;
+use std::time::Duration;
+
+use http::StatusCode;
+
+use crate::attempt_log::AttemptLog;
+use crate::idempotency::{IdempotencyKey, InvalidKey};
+
+/// Why an intent gave up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GiveUpReason {
+    /// Every allowed attempt failed transiently.
+    AttemptsExhausted,
+    /// The deadline passed, or the next pause would have ended after it.
+    DeadlineExceeded,
+    /// The server asked to wait longer than the Retry-After ceiling.
+    RetryAfterBeyondCeiling,
+    /// The server asked to wait past the deadline.
+    RetryAfterBeyondDeadline,
+    /// The shared retry budget refused the retry.
+    BudgetExhausted,
+    /// The body was a stream, sent once, and could not be sent again.
+    BodyNotReplayable,
+    /// The failure is not transient, or a retry would not be safe (a POST without
+    /// idempotency key after the request may have left).
+    NotRetryable,
+    /// The request could not be built or its idempotency key is invalid; nothing was sent.
+    InvalidRequest,
+}
+
+impl GiveUpReason {
+    /// A short label for logs.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::AttemptsExhausted => "attempts_exhausted",
+            Self::DeadlineExceeded => "deadline_exceeded",
+            Self::RetryAfterBeyondCeiling => "retry_after_beyond_ceiling",
+            Self::RetryAfterBeyondDeadline => "retry_after_beyond_deadline",
+            Self::BudgetExhausted => "budget_exhausted",
+            Self::BodyNotReplayable => "body_not_replayable",
+            Self::NotRetryable => "not_retryable",
+            Self::InvalidRequest => "invalid_request",
+        }
+    }
+}
+
+/// The intent gave up. Carries the last response or transport error, the attempt
+/// log, the idempotency key, and whether the outcome is unknown.
+pub struct Error {
+    inner: Box<Inner>,
+}
+
+struct Inner {
+    reason: GiveUpReason,
+    transport: Option<reqwest::Error>,
+    invalid_key: Option<InvalidKey>,
+    response: Option<reqwest::Response>,
+    last_status: Option<StatusCode>,
+    retry_after: Option<Duration>,
+    log: AttemptLog,
+    key: Option<IdempotencyKey>,
+    outcome_unknown: bool,
+    elapsed: Duration,
+}
+
+/// Everything the retry loop knows when it gives up.
+pub(crate) struct GiveUpContext {
+    pub(crate) log: AttemptLog,
+    pub(crate) key: Option<IdempotencyKey>,
+    pub(crate) outcome_unknown: bool,
+    pub(crate) elapsed: Duration,
+    pub(crate) retry_after: Option<Duration>,
+}
+
+/// How the last attempt ended.
+pub(crate) enum LastResult {
+    Response(reqwest::Response),
+    Transport(reqwest::Error),
+    Nothing,
+}
+
+impl Error {
+    pub(crate) fn give_up(reason: GiveUpReason, last: LastResult, context: GiveUpContext) -> Self {
+        let (transport, response) = match last {
+            LastResult::Response(response) => (None, Some(response)),
+            LastResult::Transport(error) => (Some(error), None),
+            LastResult::Nothing => (None, None),
+        };
+        Self {
+            inner: Box::new(Inner {
+                reason,
+                last_status: response.as_ref().map(reqwest::Response::status),
+                transport,
+                invalid_key: None,
+                response,
+                retry_after: context.retry_after,
+                log: context.log,
+                key: context.key,
+                outcome_unknown: context.outcome_unknown,
+                elapsed: context.elapsed,
+            }),
+        }
+    }
+
+    /// The request could not be built; nothing was sent.
+    pub(crate) fn invalid_request(source: reqwest::Error) -> Self {
+        Self::give_up(
+            GiveUpReason::InvalidRequest,
+            LastResult::Transport(source),
+            GiveUpContext::nothing_sent(None),
+        )
+    }
+
+    /// The caller's key was refused; nothing was sent.
+    pub(crate) fn invalid_key(source: InvalidKey) -> Self {
+        let mut error = Self::give_up(
+            GiveUpReason::InvalidRequest,
+            LastResult::Nothing,
+            GiveUpContext::nothing_sent(None),
+        );
+        error.inner.invalid_key = Some(source);
+        error
+    }
+
+    /// Why the intent gave up.
+    pub fn reason(&self) -> GiveUpReason {
+        self.inner.reason
+    }
+
+    /// Every allowed attempt failed transiently.
+    pub fn is_attempts_exhausted(&self) -> bool {
+        self.inner.reason == GiveUpReason::AttemptsExhausted
+    }
+
+    /// The deadline passed (or the next pause would have crossed it).
+    pub fn is_deadline_exceeded(&self) -> bool {
+        self.inner.reason == GiveUpReason::DeadlineExceeded
+    }
+
+    /// The server asked to wait longer than the ceiling or the time left.
+    pub fn is_retry_after_too_long(&self) -> bool {
+        matches!(
+            self.inner.reason,
+            GiveUpReason::RetryAfterBeyondCeiling | GiveUpReason::RetryAfterBeyondDeadline
+        )
+    }
+
+    /// The shared retry budget refused the retry.
+    pub fn is_budget_exhausted(&self) -> bool {
+        self.inner.reason == GiveUpReason::BudgetExhausted
+    }
+
+    /// A streamed body was sent once and could not be replayed.
+    pub fn is_body_not_replayable(&self) -> bool {
+        self.inner.reason == GiveUpReason::BodyNotReplayable
+    }
+
+    /// The failure was not transient, or a retry was not safe.
+    pub fn is_not_retryable(&self) -> bool {
+        self.inner.reason == GiveUpReason::NotRetryable
+    }
+
+    /// The request or its key was invalid; nothing was sent.
+    pub fn is_invalid_request(&self) -> bool {
+        self.inner.reason == GiveUpReason::InvalidRequest
+    }
+
+    /// The last attempt ended in a timeout.
+    pub fn is_timeout(&self) -> bool {
+        self.inner
+            .transport
+            .as_ref()
+            .is_some_and(reqwest::Error::is_timeout)
+    }
+
+    /// True when an attempt may have reached the server and no final answer came
+    /// back: reconcile (status route, or retry later with [`Error::idempotency_key`]),
+    /// never resend with a new key.
+    pub fn is_outcome_unknown(&self) -> bool {
+        self.inner.outcome_unknown
+    }
+
+    /// Attempts made.
+    pub fn attempts(&self) -> u32 {
+        u32::try_from(self.inner.log.len()).unwrap_or(u32::MAX)
+    }
+
+    /// Time from the intent's start to giving up.
+    pub fn elapsed(&self) -> Duration {
+        self.inner.elapsed
+    }
+
+    /// The status of the last response, if the last attempt got one.
+    pub fn last_status(&self) -> Option<StatusCode> {
+        self.inner.last_status
+    }
+
+    /// The last `Retry-After` the server sent (the requested wait when the error is
+    /// [`is_retry_after_too_long`](Self::is_retry_after_too_long)).
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.inner.retry_after
+    }
+
+    /// The intent's idempotency key, to retry later as the same intent.
+    pub fn idempotency_key(&self) -> Option<&IdempotencyKey> {
+        self.inner.key.as_ref()
+    }
+
+    /// The attempt log.
+    pub fn attempt_log(&self) -> &AttemptLog {
+        &self.inner.log
+    }
+
+    /// The last response, if the last attempt got one.
+    pub fn response(&self) -> Option<&reqwest::Response> {
+        self.inner.response.as_ref()
+    }
+
+    /// Takes the last response (to read its body), if the last attempt got one.
+    pub fn into_response(self) -> Option<reqwest::Response> {
+        self.inner.response
+    }
+
+    /// The last transport error, if the last attempt got no response.
+    pub fn transport_error(&self) -> Option<&reqwest::Error> {
+        self.inner.transport.as_ref()
+    }
+
+    /// Why a caller-supplied key was refused, for [`GiveUpReason::InvalidRequest`].
+    pub fn key_error(&self) -> Option<&InvalidKey> {
+        self.inner.invalid_key.as_ref()
+    }
+}
+
+impl GiveUpContext {
+    pub(crate) fn nothing_sent(key: Option<IdempotencyKey>) -> Self {
+        Self {
+            log: AttemptLog::default(),
+            key,
+            outcome_unknown: false,
+            elapsed: Duration::ZERO,
+            retry_after: None,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let inner = &self.inner;
+        let attempts = self.attempts();
+        match inner.reason {
+            GiveUpReason::AttemptsExhausted => write!(f, "gave up after {attempts} attempts")?,
+            GiveUpReason::DeadlineExceeded => write!(
+                f,
+                "deadline exceeded after {attempts} attempts in {:?}",
+                inner.elapsed
+            )?,
+            GiveUpReason::RetryAfterBeyondCeiling => write!(
+                f,
+                "server asked to retry after {:?}, beyond the Retry-After ceiling",
+                inner.retry_after.unwrap_or_default()
+            )?,
+            GiveUpReason::RetryAfterBeyondDeadline => write!(
+                f,
+                "server asked to retry after {:?}, beyond the deadline",
+                inner.retry_after.unwrap_or_default()
+            )?,
+            GiveUpReason::BudgetExhausted => {
+                write!(f, "retry budget exhausted after {attempts} attempts")?
+            }
+            GiveUpReason::BodyNotReplayable => write!(
+                f,
+                "attempt failed and the streamed body cannot be sent again"
+            )?,
+            GiveUpReason::NotRetryable => {
+                write!(f, "attempt {attempts} failed and is not retryable")?
+            }
+            GiveUpReason::InvalidRequest => match &inner.invalid_key {
+                Some(key_error) => write!(f, "invalid request: {key_error}")?,
+                None => write!(f, "invalid request")?,
+            },
+        }
+        if let Some(status) = inner.last_status {
+            write!(f, "; last status {status}")?;
+        }
+        if inner.outcome_unknown {
+            write!(f, "; outcome unknown")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let inner = &self.inner;
+        f.debug_struct("Error")
+            .field("reason", &inner.reason)
+            .field("attempts", &self.attempts())
+            .field("last_status", &inner.last_status)
+            .field("transport", &inner.transport)
+            .field("retry_after", &inner.retry_after)
+            .field("key", &inner.key)
+            .field("outcome_unknown", &inner.outcome_unknown)
+            .field("elapsed", &inner.elapsed)
+            .finish()
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        if let Some(error) = &self.inner.transport {
+            return Some(error);
+        }
+        self.inner
+            .invalid_key
+            .as_ref()
+            .map(|error| error as &(dyn std::error::Error + 'static))
+    }
+}

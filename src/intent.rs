@@ -1,0 +1,331 @@
+//! Running one intent: attempts, classification, pauses, and giving up.
+//!
+//! The loop is deliberately linear; every decision it takes is delegated to a pure
+//! function tested on its own (`classify`, `decision`, `deadline`, `backoff`,
+//! `retry_after`, the budget). What stays here is the order of those questions:
+//!
+//! 1. send the attempt (fresh request id, timeout clipped to the time left);
+//! 2. is the result transient (user classifier, then the default)?
+//! 3. is a retry safe for this method and key?
+//! 4. can the body be sent again?
+//! 5. wait how long, or give up (deadline, attempts, Retry-After, backoff)?
+//! 6. does the shared budget allow one more retry?
+
+use std::time::{Duration, Instant, SystemTime};
+
+use http::HeaderMap;
+use rand::rngs::StdRng;
+use tracing::Instrument;
+
+use crate::attempt_log::{AttemptLog, AttemptOutcome, AttemptRecord, TransportFailure};
+use crate::classify::{
+    default_decision, retry_is_safe, status_proves_no_effect, AttemptResult, AttemptView, Decision,
+};
+use crate::deadline::Deadline;
+use crate::decision::{next_step, Facts, GiveUp, NextStep};
+use crate::error::{Error, GiveUpContext, GiveUpReason, LastResult};
+use crate::idempotency::IdempotencyKey;
+use crate::ids::RequestId;
+use crate::policy::PolicyInner;
+use crate::retry_after::parse_retry_after_bytes;
+use crate::telemetry;
+
+/// One intent, ready to run.
+pub(crate) struct Intent<'a> {
+    pub(crate) http: &'a reqwest::Client,
+    pub(crate) policy: &'a PolicyInner,
+    pub(crate) request: reqwest::Request,
+    pub(crate) key: Option<IdempotencyKey>,
+    pub(crate) deadline: Option<Duration>,
+}
+
+impl Intent<'_> {
+    pub(crate) async fn run(self) -> Result<reqwest::Response, Error> {
+        let span =
+            telemetry::intent_span(self.request.method(), self.request.url(), self.key.as_ref());
+        self.run_attempts().instrument(span).await
+    }
+
+    async fn run_attempts(self) -> Result<reqwest::Response, Error> {
+        let Intent {
+            http,
+            policy,
+            mut request,
+            key,
+            deadline,
+        } = self;
+        let started = Instant::now();
+        let deadline = Deadline::new(started, deadline);
+        let keyed = key.is_some();
+        if let Some(key) = &key {
+            request.headers_mut().insert(
+                policy.key_header.clone(),
+                key.header_value(policy.key_format),
+            );
+        }
+        let per_attempt_timeout = request.timeout().copied().or(policy.attempt_timeout);
+        // A streamed body is consumed by its one and only send.
+        let replayable = request.body().is_none_or(|body| body.as_bytes().is_some());
+        let method = request.method().clone();
+        let url = request.url().clone();
+        let scope = url.host_str().unwrap_or("");
+        policy.budget.deposit(scope);
+
+        let mut state = LoopState {
+            log: AttemptLog::default(),
+            key,
+            may_have_applied: false,
+            started,
+            rng: None,
+            previous_delay: None,
+        };
+        let mut template = Some(request);
+        let mut attempt: u32 = 0;
+        loop {
+            attempt += 1;
+            let now = Instant::now();
+            let timeout = deadline.attempt_timeout(now, per_attempt_timeout);
+            if timeout == Some(Duration::ZERO) {
+                return Err(state.give_up(
+                    GiveUpReason::DeadlineExceeded,
+                    LastResult::Nothing,
+                    None,
+                ));
+            }
+            let last_chance = !replayable || attempt >= policy.max_attempts;
+            let mut outgoing = match (last_chance, template.as_ref()) {
+                (false, Some(request)) => request.try_clone(),
+                _ => None,
+            }
+            .or_else(|| template.take())
+            .ok_or_else(|| {
+                state.give_up(GiveUpReason::BodyNotReplayable, LastResult::Nothing, None)
+            })?;
+            let request_id = RequestId::generate();
+            outgoing
+                .headers_mut()
+                .insert(policy.request_id_header.clone(), request_id.header_value());
+            *outgoing.timeout_mut() = timeout;
+
+            let attempt_span = telemetry::attempt_span(&method, &url, attempt, request_id);
+            let sent_at = Instant::now();
+            let result = http
+                .execute(outgoing)
+                .instrument(attempt_span.clone())
+                .await;
+            let duration = sent_at.elapsed();
+
+            // Classify while the response (or error) is borrowed, then decide.
+            let (outcome, transient, safe, retry_after) = match &result {
+                Ok(response) => {
+                    let status = response.status();
+                    attempt_span.record("http.response.status_code", status.as_u16());
+                    if status.is_client_error() || status.is_server_error() {
+                        attempt_span.record("error.type", status.as_str());
+                    }
+                    let view_result = AttemptResult::Response {
+                        status,
+                        headers: response.headers(),
+                    };
+                    let (transient, safe) =
+                        classify(policy, &method, &url, attempt, keyed, view_result);
+                    if transient && !status_proves_no_effect(status) {
+                        state.may_have_applied = true;
+                    }
+                    (
+                        AttemptOutcome::Status(status),
+                        transient,
+                        safe,
+                        if transient && safe {
+                            retry_after_of(response.headers())
+                        } else {
+                            None
+                        },
+                    )
+                }
+                Err(error) => {
+                    let failure = TransportFailure::of(error);
+                    attempt_span.record("error.type", failure.as_str());
+                    let view_result = AttemptResult::Error { failure, error };
+                    let (transient, safe) =
+                        classify(policy, &method, &url, attempt, keyed, view_result);
+                    if failure.may_have_reached_server() {
+                        state.may_have_applied = true;
+                    }
+                    (AttemptOutcome::Failed(failure), transient, safe, None)
+                }
+            };
+            drop(attempt_span);
+            state.log.push(AttemptRecord {
+                number: attempt,
+                request_id,
+                outcome,
+                duration,
+                delay_after: None,
+            });
+
+            let last = match result {
+                Ok(response) if !(transient && safe) => return Ok(state.succeed(response)),
+                Ok(response) => LastResult::Response(response),
+                Err(error) if TransportFailure::of(&error) == TransportFailure::InvalidRequest => {
+                    let context = state.context(None);
+                    return Err(Error::give_up(
+                        GiveUpReason::InvalidRequest,
+                        LastResult::Transport(error),
+                        context,
+                    ));
+                }
+                Err(error) if !(transient && safe) => {
+                    return Err(state.give_up(
+                        GiveUpReason::NotRetryable,
+                        LastResult::Transport(error),
+                        None,
+                    ))
+                }
+                Err(error) => LastResult::Transport(error),
+            };
+            if !replayable {
+                return Err(state.give_up(GiveUpReason::BodyNotReplayable, last, retry_after));
+            }
+
+            let backoff = {
+                let rng = state.rng.get_or_insert_with(|| policy.intent_rng());
+                policy.backoff.delay(attempt - 1, state.previous_delay, rng)
+            };
+            let facts = Facts {
+                attempts_made: attempt,
+                max_attempts: policy.max_attempts,
+                remaining: deadline.remaining(Instant::now()),
+                retry_after,
+                retry_after_ceiling: policy.retry_after_ceiling,
+                backoff,
+            };
+            let (delay, reason) = match next_step(facts) {
+                NextStep::GiveUp(why) => {
+                    return Err(state.give_up(give_up_reason(why), last, retry_after))
+                }
+                NextStep::Wait(delay, reason) => (delay, reason),
+            };
+            if !policy.budget.try_withdraw(scope) {
+                tracing::warn!(attempt, "retry budget exhausted; not retrying");
+                return Err(state.give_up(GiveUpReason::BudgetExhausted, last, retry_after));
+            }
+            drop(last);
+            state.log.set_last_delay(delay, reason);
+            state.previous_delay = Some(backoff);
+            tracing::info!(
+                attempt,
+                delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                reason = reason.as_str(),
+                "transient failure; retrying"
+            );
+            policy.sleeper.sleep(delay).await;
+        }
+    }
+}
+
+/// What the loop accumulates across attempts.
+struct LoopState {
+    log: AttemptLog,
+    key: Option<IdempotencyKey>,
+    /// An attempt may have had an effect on the server (see `Error::is_outcome_unknown`).
+    may_have_applied: bool,
+    started: Instant,
+    rng: Option<StdRng>,
+    previous_delay: Option<Duration>,
+}
+
+impl LoopState {
+    fn context(&mut self, retry_after: Option<Duration>) -> GiveUpContext {
+        GiveUpContext {
+            log: std::mem::take(&mut self.log),
+            key: self.key.take(),
+            outcome_unknown: self.may_have_applied,
+            elapsed: self.started.elapsed(),
+            retry_after,
+        }
+    }
+
+    fn give_up(
+        &mut self,
+        reason: GiveUpReason,
+        last: LastResult,
+        retry_after: Option<Duration>,
+    ) -> Error {
+        let context = self.context(retry_after);
+        let span = tracing::Span::current();
+        span.record("attempts", context.log.len());
+        span.record("outcome", reason.as_str());
+        tracing::warn!(
+            reason = reason.as_str(),
+            attempts = context.log.len(),
+            outcome_unknown = context.outcome_unknown,
+            "intent gave up"
+        );
+        Error::give_up(reason, last, context)
+    }
+
+    fn succeed(&mut self, mut response: reqwest::Response) -> reqwest::Response {
+        let span = tracing::Span::current();
+        span.record("attempts", self.log.len());
+        span.record("outcome", "response");
+        response
+            .extensions_mut()
+            .insert(std::mem::take(&mut self.log));
+        response
+    }
+}
+
+/// Returns (transient, safe to retry).
+fn classify(
+    policy: &PolicyInner,
+    method: &http::Method,
+    url: &reqwest::Url,
+    attempt: u32,
+    keyed: bool,
+    result: AttemptResult<'_>,
+) -> (bool, bool) {
+    let view = AttemptView {
+        method,
+        url,
+        attempt,
+        keyed,
+        result,
+    };
+    let decision = policy
+        .classifier
+        .as_ref()
+        .and_then(|classifier| classifier.classify(&view))
+        .unwrap_or_else(|| {
+            default_decision(
+                &view,
+                &policy.transient_statuses,
+                keyed && policy.retry_conflict_when_keyed,
+            )
+        });
+    (
+        decision == Decision::Retry,
+        retry_is_safe(method, keyed, &view.result),
+    )
+}
+
+/// The longest valid `Retry-After` among the response's fields (never come back
+/// earlier than any of them asked); malformed fields are ignored. Only read on
+/// statuses that are about to be retried.
+fn retry_after_of(headers: &HeaderMap) -> Option<Duration> {
+    let now = SystemTime::now();
+    headers
+        .get_all(http::header::RETRY_AFTER)
+        .iter()
+        .filter_map(|value| parse_retry_after_bytes(value.as_bytes(), now))
+        .max()
+}
+
+fn give_up_reason(why: GiveUp) -> GiveUpReason {
+    match why {
+        GiveUp::DeadlineExceeded => GiveUpReason::DeadlineExceeded,
+        GiveUp::AttemptsExhausted => GiveUpReason::AttemptsExhausted,
+        GiveUp::RetryAfterBeyondCeiling => GiveUpReason::RetryAfterBeyondCeiling,
+        GiveUp::RetryAfterBeyondDeadline => GiveUpReason::RetryAfterBeyondDeadline,
+    }
+}

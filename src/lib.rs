@@ -1,0 +1,129 @@
+//! Send an HTTP request through [`reqwest`] as **one intent**, and survive the network.
+//!
+//! A client that sent `POST /payments` and got a timeout cannot tell "the request
+//! never arrived" from "the payment was made and the response was lost". Not retrying
+//! loses payments; retrying blindly pays twice. This crate retries the safe way:
+//!
+//! * one **idempotency key** per intent, generated before the first attempt (or
+//!   supplied by you) and sent unchanged on every retry, plus a fresh **request id**
+//!   per attempt for logs;
+//! * only **transient** failures are retried (connect errors, timeouts, lost
+//!   connections, 408/429/502/503/504, 409 "in progress" on keyed requests), and POST
+//!   or PATCH only with a key;
+//! * pauses use **full or decorrelated jitter** and honour **`Retry-After`**;
+//! * an intent stops at **max attempts**, at its **deadline**, or when the shared
+//!   **retry budget** is spent, with a typed [`Error`] that says why and whether the
+//!   **outcome is unknown**.
+//!
+//! Exactly-once delivery does not exist: this is at-least-once delivery plus the
+//! server's deduplication inside its own window. The key protects you only while the
+//! server remembers it.
+//!
+//! # Example
+//! ```no_run
+//! use std::time::Duration;
+//! use reqwest_resilience::{ResilientClient, ResponseExt, RetryPolicy};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let policy = RetryPolicy::builder()
+//!     .max_attempts(4)
+//!     .deadline(Duration::from_secs(10))
+//!     .build()?;
+//! let client = ResilientClient::with_policy(policy);
+//!
+//! match client
+//!     .post("http://127.0.0.1:8080/payments")
+//!     .idempotency_key("order-1842-payment") // or let the client generate one
+//!     .body(r#"{"amount": 500, "currency": "EUR"}"#)
+//!     .send()
+//!     .await
+//! {
+//!     Ok(response) => {
+//!         let attempts = response.attempt_log().map_or(0, |log| log.len());
+//!         println!("{} after {attempts} attempt(s)", response.status());
+//!     }
+//!     Err(error) if error.is_outcome_unknown() => {
+//!         // Do not resend with a new key: reconcile, or retry later with this key.
+//!         let key = error.idempotency_key().map(|key| key.as_str().to_owned());
+//!         eprintln!("payment state unknown ({error}); retry later with key {key:?}");
+//!     }
+//!     Err(error) => eprintln!("payment not made: {error}"),
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! # Defaults
+//!
+//! | setting | default |
+//! |---|---|
+//! | max attempts | 3 (1 + 2 retries) |
+//! | backoff | full jitter, base 100 ms, cap 2 s |
+//! | deadline per intent | 30 s |
+//! | attempt timeout | 10 s, clipped to the time left |
+//! | Retry-After ceiling | 30 s |
+//! | transient statuses | 408, 429, 502, 503, 504; 409 on keyed requests |
+//! | idempotency key | UUID v4 on POST/PATCH, header `Idempotency-Key`, bare token |
+//! | request id | UUID v4 per attempt, header `X-Request-Id` |
+//! | retry budget | retries ≤ 10 % of requests over 10 s, + 10 reserve, per client |
+//!
+//! See [`RetryPolicy`] for the reasons behind each.
+//!
+//! # Testing your code
+//! Inject [`RecordingSleeper`] (instant, records every pause) and a seed
+//! ([`RetryPolicyBuilder::rng_seed`]) and run against a wiremock server: the retries
+//! happen for real over HTTP, in no time, with repeatable delays.
+
+#![deny(missing_docs)]
+#![warn(missing_debug_implementations, rust_2018_idioms, unreachable_pub)]
+#![forbid(unsafe_code)]
+
+mod attempt_log;
+mod backoff;
+mod budget;
+mod classify;
+mod client;
+mod deadline;
+mod decision;
+mod error;
+mod idempotency;
+mod ids;
+mod intent;
+mod policy;
+mod retry_after;
+mod sleeper;
+mod telemetry;
+
+pub use attempt_log::{
+    AttemptLog, AttemptOutcome, AttemptRecord, DelayReason, ResponseExt, ScheduledDelay,
+    TransportFailure,
+};
+pub use backoff::{Backoff, Delays};
+pub use budget::{InvalidBudget, RetryBudget, RetryBudgetBuilder};
+pub use classify::{
+    is_idempotent_method, AttemptResult, AttemptView, Classifier, Decision, StatusSet,
+};
+pub use client::{RequestBuilder, ResilientClient};
+pub use error::{Error, GiveUpReason};
+pub use idempotency::{IdempotencyKey, InvalidKey, KeyAttachment, KeyFormat, MAX_KEY_LEN};
+pub use ids::RequestId;
+pub use policy::{BuildError, RetryPolicy, RetryPolicyBuilder};
+pub use retry_after::{parse_retry_after, parse_retry_after_bytes, RETRY_AFTER_SATURATION};
+pub use sleeper::{RecordingSleeper, Sleep, Sleeper, TokioSleeper};
+
+/// The README's examples, compiled as doc tests.
+#[cfg(all(doctest, feature = "json"))]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
+/// Compile-time proof that the public handles can cross threads.
+fn _assert_impls() {
+    fn send_sync<T: Send + Sync>() {}
+    fn clone<T: Clone>() {}
+    send_sync::<ResilientClient>();
+    send_sync::<RetryPolicy>();
+    send_sync::<Error>();
+    send_sync::<RetryBudget>();
+    clone::<ResilientClient>();
+    clone::<RetryPolicy>();
+    clone::<RetryBudget>();
+}

@@ -1,0 +1,717 @@
+//! The retry policy: every knob, set through a builder and validated once.
+//!
+//! Settings never fail on their own; [`RetryPolicyBuilder::build`] checks them all
+//! and names the first one that makes no sense. The frozen [`RetryPolicy`] is an
+//! `Arc` inside: cloning is cheap, and clones share the retry budget and the seeded
+//! random source.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http::header::HeaderName;
+use http::Method;
+use rand::rngs::StdRng;
+use rand::{RngCore, SeedableRng};
+
+use crate::backoff::Backoff;
+use crate::budget::{InvalidBudget, RetryBudget};
+use crate::classify::{is_idempotent_method, Classifier, StatusSet};
+use crate::idempotency::{KeyAttachment, KeyFormat};
+use crate::sleeper::{Sleeper, TokioSleeper};
+
+/// Default number of attempts (1 + 2 retries), as the AWS SDK's standard mode.
+pub(crate) const DEFAULT_MAX_ATTEMPTS: u32 = 3;
+/// Largest `max_attempts` accepted: more turns an outage into a storm.
+pub(crate) const MAX_ATTEMPTS_LIMIT: u32 = 50;
+/// Default backoff: full jitter, base 100 ms, cap 2 s.
+pub(crate) const DEFAULT_BACKOFF: Backoff =
+    Backoff::full_jitter(Duration::from_millis(100), Duration::from_secs(2));
+/// Default deadline for a whole intent.
+pub(crate) const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
+/// Default timeout of one attempt.
+pub(crate) const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default longest `Retry-After` the client will wait for.
+pub(crate) const DEFAULT_RETRY_AFTER_CEILING: Duration = Duration::from_secs(30);
+/// Default idempotency key header.
+pub(crate) const DEFAULT_KEY_HEADER: &str = "idempotency-key";
+/// Default request id header.
+pub(crate) const DEFAULT_REQUEST_ID_HEADER: &str = "x-request-id";
+/// Longest backoff delay accepted.
+pub(crate) const MAX_BACKOFF_DELAY: Duration = Duration::from_secs(3600);
+
+/// A frozen, validated retry policy. Cheap to clone; clones share the budget.
+///
+/// # Defaults
+///
+/// | setting | default | why |
+/// |---|---|---|
+/// | max attempts | 3 | 1 + 2 retries, the AWS SDK standard mode |
+/// | backoff | full jitter, base 100 ms, cap 2 s | fewest calls in Brooker's simulation; seed values |
+/// | deadline | 30 s for the whole intent | a user rarely waits longer |
+/// | attempt timeout | 10 s (or the deadline, if shorter), clipped to the time left | one stuck attempt must not eat the deadline |
+/// | Retry-After ceiling | 30 s | longer asks end the intent with the asked time |
+/// | transient statuses | 408, 429, 502, 503, 504 (+409 when keyed) | 500 is opt-in |
+/// | key attachment | POST, PATCH and other non-idempotent methods | they are the ones a key makes retryable |
+/// | key header / format | `Idempotency-Key`, bare token | what Stripe and most APIs accept |
+/// | request id header | `X-Request-Id` | a fresh UUID v4 per attempt |
+/// | budget | retries ≤ 10 % of requests over 10 s + 10 in reserve, one per client | see [`RetryBudget`] |
+/// | randomness | thread-local CSPRNG | seed it for repeatable tests |
+/// | sleeper | tokio timer | inject [`crate::RecordingSleeper`] in tests |
+#[derive(Clone)]
+pub struct RetryPolicy {
+    pub(crate) inner: Arc<PolicyInner>,
+}
+
+pub(crate) struct PolicyInner {
+    pub(crate) max_attempts: u32,
+    pub(crate) backoff: Backoff,
+    pub(crate) deadline: Option<Duration>,
+    pub(crate) attempt_timeout: Option<Duration>,
+    pub(crate) retry_after_ceiling: Duration,
+    pub(crate) transient_statuses: StatusSet,
+    pub(crate) retry_conflict_when_keyed: bool,
+    pub(crate) classifier: Option<Arc<dyn Classifier>>,
+    pub(crate) key_attachment: KeyAttachment,
+    pub(crate) key_format: KeyFormat,
+    pub(crate) key_header: HeaderName,
+    pub(crate) request_id_header: HeaderName,
+    pub(crate) budget: RetryBudget,
+    pub(crate) sleeper: Arc<dyn Sleeper>,
+    seeded_rng: Option<Mutex<StdRng>>,
+}
+
+impl RetryPolicy {
+    /// A builder with every default.
+    pub fn builder() -> RetryPolicyBuilder {
+        RetryPolicyBuilder::new()
+    }
+
+    /// The most attempts one intent makes.
+    pub fn max_attempts(&self) -> u32 {
+        self.inner.max_attempts
+    }
+
+    /// The backoff strategy.
+    pub fn backoff(&self) -> Backoff {
+        self.inner.backoff
+    }
+
+    /// The deadline of one intent, if any.
+    pub fn deadline(&self) -> Option<Duration> {
+        self.inner.deadline
+    }
+
+    /// The timeout of one attempt, if any.
+    pub fn attempt_timeout(&self) -> Option<Duration> {
+        self.inner.attempt_timeout
+    }
+
+    /// The longest Retry-After the client waits for.
+    pub fn retry_after_ceiling(&self) -> Duration {
+        self.inner.retry_after_ceiling
+    }
+
+    /// Statuses treated as transient.
+    pub fn transient_statuses(&self) -> StatusSet {
+        self.inner.transient_statuses
+    }
+
+    /// The shared retry budget.
+    pub fn budget(&self) -> &RetryBudget {
+        &self.inner.budget
+    }
+
+    /// The idempotency key header name.
+    pub fn key_header(&self) -> &HeaderName {
+        &self.inner.key_header
+    }
+
+    /// The request id header name.
+    pub fn request_id_header(&self) -> &HeaderName {
+        &self.inner.request_id_header
+    }
+
+    /// The key wire format.
+    pub fn key_format(&self) -> KeyFormat {
+        self.inner.key_format
+    }
+
+    /// Whether a key is generated for this method when the caller gave none.
+    pub fn generates_key_for(&self, method: &Method) -> bool {
+        match self.inner.key_attachment {
+            KeyAttachment::Always => true,
+            KeyAttachment::UnsafeMethods => !is_idempotent_method(method),
+            KeyAttachment::Never => false,
+        }
+    }
+}
+
+impl PolicyInner {
+    /// A random source for one intent: derived from the seed when there is one (so a
+    /// test's sequence of intents is repeatable), else from the thread-local CSPRNG.
+    pub(crate) fn intent_rng(&self) -> StdRng {
+        match &self.seeded_rng {
+            Some(shared) => {
+                let seed = shared
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .next_u64();
+                StdRng::seed_from_u64(seed)
+            }
+            None => StdRng::from_rng(&mut rand::rng()),
+        }
+    }
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicyBuilder::new()
+            .build()
+            .expect("the default settings are valid (checked by a unit test)")
+    }
+}
+
+impl fmt::Debug for RetryPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = &self.inner;
+        f.debug_struct("RetryPolicy")
+            .field("max_attempts", &p.max_attempts)
+            .field("backoff", &p.backoff)
+            .field("deadline", &p.deadline)
+            .field("attempt_timeout", &p.attempt_timeout)
+            .field("retry_after_ceiling", &p.retry_after_ceiling)
+            .field("transient_statuses", &p.transient_statuses)
+            .field("retry_conflict_when_keyed", &p.retry_conflict_when_keyed)
+            .field("classifier", &p.classifier.is_some())
+            .field("key_attachment", &p.key_attachment)
+            .field("key_format", &p.key_format)
+            .field("key_header", &p.key_header)
+            .field("request_id_header", &p.request_id_header)
+            .field("budget", &p.budget)
+            .field("seeded", &p.seeded_rng.is_some())
+            .finish()
+    }
+}
+
+/// Builds a [`RetryPolicy`]. Setters never fail; [`build`](Self::build) validates.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use reqwest_resilience::{Backoff, RetryPolicy};
+///
+/// let policy = RetryPolicy::builder()
+///     .max_attempts(4)
+///     .backoff(Backoff::decorrelated_jitter(Duration::from_millis(50), Duration::from_secs(1)))
+///     .deadline(Duration::from_secs(5))
+///     .attempt_timeout(Duration::from_secs(2))
+///     .build()?;
+/// assert_eq!(policy.max_attempts(), 4);
+/// # Ok::<(), reqwest_resilience::BuildError>(())
+/// ```
+#[derive(Clone)]
+pub struct RetryPolicyBuilder {
+    max_attempts: u32,
+    backoff: Backoff,
+    deadline: Option<Duration>,
+    /// `None` until set: the default then adapts to a shorter deadline.
+    attempt_timeout: Option<Option<Duration>>,
+    retry_after_ceiling: Duration,
+    transient_statuses: StatusSet,
+    retry_conflict_when_keyed: bool,
+    classifier: Option<Arc<dyn Classifier>>,
+    key_attachment: KeyAttachment,
+    key_format: KeyFormat,
+    key_header: String,
+    request_id_header: String,
+    budget: BudgetChoice,
+    sleeper: Arc<dyn Sleeper>,
+    seed: Option<u64>,
+}
+
+#[derive(Clone)]
+enum BudgetChoice {
+    Shared(RetryBudget),
+    Settings {
+        ratio: f64,
+        window: Duration,
+        reserve: u32,
+        per_host: bool,
+    },
+}
+
+impl RetryPolicyBuilder {
+    /// Every setting at its default (see [`RetryPolicy`]'s Defaults).
+    pub fn new() -> Self {
+        Self {
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
+            backoff: DEFAULT_BACKOFF,
+            deadline: Some(DEFAULT_DEADLINE),
+            attempt_timeout: None,
+            retry_after_ceiling: DEFAULT_RETRY_AFTER_CEILING,
+            transient_statuses: StatusSet::transient_default(),
+            retry_conflict_when_keyed: true,
+            classifier: None,
+            key_attachment: KeyAttachment::default(),
+            key_format: KeyFormat::default(),
+            key_header: DEFAULT_KEY_HEADER.to_owned(),
+            request_id_header: DEFAULT_REQUEST_ID_HEADER.to_owned(),
+            budget: BudgetChoice::Settings {
+                ratio: crate::budget::DEFAULT_RATIO,
+                window: crate::budget::DEFAULT_WINDOW,
+                reserve: crate::budget::DEFAULT_RESERVE,
+                per_host: false,
+            },
+            sleeper: Arc::new(TokioSleeper),
+            seed: None,
+        }
+    }
+
+    /// Most attempts per intent, the first included (1 disables retries; 1–50).
+    pub fn max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = attempts;
+        self
+    }
+
+    /// The backoff strategy used when the server sends no `Retry-After`.
+    pub fn backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// Total time for the intent, attempts and pauses included.
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// No overall deadline (max attempts and the attempt timeout still bound the intent).
+    pub fn no_deadline(mut self) -> Self {
+        self.deadline = None;
+        self
+    }
+
+    /// Timeout of one attempt (clipped to the time left before the deadline).
+    pub fn attempt_timeout(mut self, timeout: Duration) -> Self {
+        self.attempt_timeout = Some(Some(timeout));
+        self
+    }
+
+    /// No per-attempt timeout (the deadline still applies).
+    pub fn no_attempt_timeout(mut self) -> Self {
+        self.attempt_timeout = Some(None);
+        self
+    }
+
+    /// The longest `Retry-After` the client waits for; a longer one ends the intent
+    /// at once with [`crate::Error::retry_after`] set.
+    pub fn retry_after_ceiling(mut self, ceiling: Duration) -> Self {
+        self.retry_after_ceiling = ceiling;
+        self
+    }
+
+    /// Statuses treated as transient (replaces the default set).
+    pub fn transient_statuses(mut self, statuses: StatusSet) -> Self {
+        self.transient_statuses = statuses;
+        self
+    }
+
+    /// Whether a 409 on a keyed request ("same key still in progress") is retried.
+    pub fn retry_conflict_when_keyed(mut self, retry: bool) -> Self {
+        self.retry_conflict_when_keyed = retry;
+        self
+    }
+
+    /// A classifier consulted before the default classification.
+    pub fn classifier(mut self, classifier: impl Classifier) -> Self {
+        self.classifier = Some(Arc::new(classifier));
+        self
+    }
+
+    /// Which requests get a generated idempotency key.
+    pub fn key_attachment(mut self, attachment: KeyAttachment) -> Self {
+        self.key_attachment = attachment;
+        self
+    }
+
+    /// How the key is written on the wire.
+    pub fn key_format(mut self, format: KeyFormat) -> Self {
+        self.key_format = format;
+        self
+    }
+
+    /// The idempotency key header name.
+    pub fn key_header(mut self, name: impl Into<String>) -> Self {
+        self.key_header = name.into();
+        self
+    }
+
+    /// The request id header name.
+    pub fn request_id_header(mut self, name: impl Into<String>) -> Self {
+        self.request_id_header = name.into();
+        self
+    }
+
+    /// Share this budget (e.g. between several clients). Overrides the
+    /// `budget_*` settings.
+    pub fn budget(mut self, budget: RetryBudget) -> Self {
+        self.budget = BudgetChoice::Shared(budget);
+        self
+    }
+
+    /// No budget: only max attempts and the deadline limit retries.
+    pub fn no_budget(self) -> Self {
+        self.budget(RetryBudget::unlimited())
+    }
+
+    /// Fraction of requests that may be retried, in (0, 1].
+    pub fn budget_ratio(mut self, ratio: f64) -> Self {
+        if let BudgetChoice::Settings { ratio: r, .. } = &mut self.budget {
+            *r = ratio;
+        }
+        self
+    }
+
+    /// The budget's sliding window (1 s – 1 h).
+    pub fn budget_window(mut self, window: Duration) -> Self {
+        if let BudgetChoice::Settings { window: w, .. } = &mut self.budget {
+            *w = window;
+        }
+        self
+    }
+
+    /// Retries always available per window, so a quiet client can still retry.
+    pub fn budget_reserve(mut self, retries_per_window: u32) -> Self {
+        if let BudgetChoice::Settings { reserve, .. } = &mut self.budget {
+            *reserve = retries_per_window;
+        }
+        self
+    }
+
+    /// One budget per host, so one sick host does not drain the others'.
+    pub fn budget_per_host(mut self, per_host: bool) -> Self {
+        if let BudgetChoice::Settings { per_host: p, .. } = &mut self.budget {
+            *p = per_host;
+        }
+        self
+    }
+
+    /// How the client pauses (inject [`crate::RecordingSleeper`] in tests).
+    pub fn sleeper(mut self, sleeper: impl Sleeper) -> Self {
+        self.sleeper = Arc::new(sleeper);
+        self
+    }
+
+    /// Seed the jitter for repeatable delays.
+    pub fn rng_seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// Validates and freezes the policy.
+    ///
+    /// # Errors
+    /// A [`BuildError`] naming the first setting that makes no sense: zero or more
+    /// than 50 attempts; a zero backoff base, a base above the cap, or a delay above
+    /// one hour; a zero deadline or attempt timeout; an attempt timeout longer than
+    /// the deadline; an empty or invalid header name, or the same name for the key
+    /// and the request id; budget settings out of range.
+    pub fn build(self) -> Result<RetryPolicy, BuildError> {
+        if self.max_attempts == 0 || self.max_attempts > MAX_ATTEMPTS_LIMIT {
+            return Err(BuildError::MaxAttempts(self.max_attempts));
+        }
+        validate_backoff(self.backoff)?;
+        if self.deadline == Some(Duration::ZERO) {
+            return Err(BuildError::ZeroDeadline);
+        }
+        // The default attempt timeout shrinks to fit a shorter deadline; an explicit
+        // one longer than the deadline is a mistake worth reporting.
+        let attempt_timeout = match self.attempt_timeout {
+            Some(explicit) => explicit,
+            None => Some(self.deadline.map_or(DEFAULT_ATTEMPT_TIMEOUT, |total| {
+                total.min(DEFAULT_ATTEMPT_TIMEOUT)
+            })),
+        };
+        if attempt_timeout == Some(Duration::ZERO) {
+            return Err(BuildError::ZeroAttemptTimeout);
+        }
+        if let (Some(each), Some(total)) = (attempt_timeout, self.deadline) {
+            if each > total {
+                return Err(BuildError::AttemptTimeoutExceedsDeadline {
+                    attempt_timeout: each,
+                    deadline: total,
+                });
+            }
+        }
+        let key_header = header_name("key_header", &self.key_header)?;
+        let request_id_header = header_name("request_id_header", &self.request_id_header)?;
+        if key_header == request_id_header {
+            return Err(BuildError::SameHeaderNames(key_header.to_string()));
+        }
+        let budget = match self.budget {
+            BudgetChoice::Shared(budget) => budget,
+            BudgetChoice::Settings {
+                ratio,
+                window,
+                reserve,
+                per_host,
+            } => RetryBudget::builder()
+                .ratio(ratio)
+                .window(window)
+                .reserve(reserve)
+                .per_host(per_host)
+                .build()
+                .map_err(BuildError::Budget)?,
+        };
+        Ok(RetryPolicy {
+            inner: Arc::new(PolicyInner {
+                max_attempts: self.max_attempts,
+                backoff: self.backoff,
+                deadline: self.deadline,
+                attempt_timeout,
+                retry_after_ceiling: self.retry_after_ceiling,
+                transient_statuses: self.transient_statuses,
+                retry_conflict_when_keyed: self.retry_conflict_when_keyed,
+                classifier: self.classifier,
+                key_attachment: self.key_attachment,
+                key_format: self.key_format,
+                key_header,
+                request_id_header,
+                budget,
+                sleeper: self.sleeper,
+                seeded_rng: self
+                    .seed
+                    .map(|seed| Mutex::new(StdRng::seed_from_u64(seed))),
+            }),
+        })
+    }
+}
+
+impl Default for RetryPolicyBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for RetryPolicyBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RetryPolicyBuilder")
+            .field("max_attempts", &self.max_attempts)
+            .field("backoff", &self.backoff)
+            .field("deadline", &self.deadline)
+            .field("attempt_timeout", &self.attempt_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+fn validate_backoff(backoff: Backoff) -> Result<(), BuildError> {
+    match backoff {
+        Backoff::FullJitter { base, cap } | Backoff::DecorrelatedJitter { base, cap } => {
+            if base.is_zero() {
+                return Err(BuildError::ZeroBackoffBase);
+            }
+            if base > cap {
+                return Err(BuildError::BackoffBaseAboveCap { base, cap });
+            }
+            if cap > MAX_BACKOFF_DELAY {
+                return Err(BuildError::BackoffTooLong(cap));
+            }
+        }
+        Backoff::Constant(delay) if delay > MAX_BACKOFF_DELAY => {
+            return Err(BuildError::BackoffTooLong(delay));
+        }
+        Backoff::Constant(_) => {}
+    }
+    Ok(())
+}
+
+fn header_name(setting: &'static str, name: &str) -> Result<HeaderName, BuildError> {
+    if name.trim().is_empty() {
+        return Err(BuildError::EmptyHeaderName(setting));
+    }
+    HeaderName::from_bytes(name.as_bytes()).map_err(|_| BuildError::InvalidHeaderName {
+        setting,
+        name: name.to_owned(),
+    })
+}
+
+/// A setting that makes no sense, found by [`RetryPolicyBuilder::build`].
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// `max_attempts` must be 1–50.
+    #[error("max_attempts must be between 1 and 50, got {0}")]
+    MaxAttempts(u32),
+    /// A jittered backoff needs a base above zero.
+    #[error("backoff base must be greater than zero")]
+    ZeroBackoffBase,
+    /// The backoff base is larger than its cap.
+    #[error("backoff base {base:?} is larger than its cap {cap:?}")]
+    BackoffBaseAboveCap {
+        /// The base.
+        base: Duration,
+        /// The cap.
+        cap: Duration,
+    },
+    /// A backoff delay above one hour.
+    #[error("backoff delay {0:?} is longer than one hour")]
+    BackoffTooLong(Duration),
+    /// `deadline` is zero.
+    #[error("deadline must be greater than zero (use no_deadline() for none)")]
+    ZeroDeadline,
+    /// `attempt_timeout` is zero.
+    #[error("attempt_timeout must be greater than zero (use no_attempt_timeout() for none)")]
+    ZeroAttemptTimeout,
+    /// One attempt may not take longer than the whole intent.
+    #[error("attempt_timeout {attempt_timeout:?} is longer than the deadline {deadline:?}")]
+    AttemptTimeoutExceedsDeadline {
+        /// The attempt timeout.
+        attempt_timeout: Duration,
+        /// The deadline.
+        deadline: Duration,
+    },
+    /// A header name setting is empty.
+    #[error("{0} must not be empty")]
+    EmptyHeaderName(&'static str),
+    /// A header name setting is not a valid header name.
+    #[error("{setting} {name:?} is not a valid header name")]
+    InvalidHeaderName {
+        /// Which setting.
+        setting: &'static str,
+        /// The rejected name.
+        name: String,
+    },
+    /// The key and the request id would overwrite each other.
+    #[error("key_header and request_id_header are both {0:?}")]
+    SameHeaderNames(String),
+    /// Budget settings out of range.
+    #[error("retry budget: {0}")]
+    Budget(#[from] InvalidBudget),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn defaults_are_valid_and_documented_values() {
+        let policy = RetryPolicy::builder().build().unwrap();
+        assert_eq!(policy.max_attempts(), 3);
+        assert_eq!(policy.backoff(), Backoff::full_jitter(100 * MS, 2000 * MS));
+        assert_eq!(policy.deadline(), Some(Duration::from_secs(30)));
+        assert_eq!(policy.attempt_timeout(), Some(Duration::from_secs(10)));
+        assert_eq!(policy.key_header().as_str(), "idempotency-key");
+        assert_eq!(policy.request_id_header().as_str(), "x-request-id");
+        assert!(policy.generates_key_for(&Method::POST));
+        assert!(policy.generates_key_for(&Method::PATCH));
+        assert!(!policy.generates_key_for(&Method::GET));
+        assert!(!policy.generates_key_for(&Method::PUT));
+        assert_eq!(policy.budget().ratio(), 0.1);
+        let _ = RetryPolicy::default();
+    }
+
+    #[test]
+    fn nonsense_is_rejected_with_the_setting_named() {
+        let b = RetryPolicy::builder;
+        assert_eq!(
+            b().max_attempts(0).build().unwrap_err(),
+            BuildError::MaxAttempts(0)
+        );
+        assert_eq!(
+            b().max_attempts(51).build().unwrap_err(),
+            BuildError::MaxAttempts(51)
+        );
+        assert_eq!(
+            b().backoff(Backoff::full_jitter(3 * MS, 2 * MS))
+                .build()
+                .unwrap_err(),
+            BuildError::BackoffBaseAboveCap {
+                base: 3 * MS,
+                cap: 2 * MS
+            }
+        );
+        assert_eq!(
+            b().backoff(Backoff::decorrelated_jitter(Duration::ZERO, MS))
+                .build()
+                .unwrap_err(),
+            BuildError::ZeroBackoffBase
+        );
+        assert!(matches!(
+            b().backoff(Backoff::constant(Duration::from_secs(7200)))
+                .build(),
+            Err(BuildError::BackoffTooLong(_))
+        ));
+        assert_eq!(
+            b().deadline(Duration::ZERO).build().unwrap_err(),
+            BuildError::ZeroDeadline
+        );
+        assert_eq!(
+            b().attempt_timeout(Duration::ZERO).build().unwrap_err(),
+            BuildError::ZeroAttemptTimeout
+        );
+        assert!(matches!(
+            b().deadline(Duration::from_secs(1))
+                .attempt_timeout(Duration::from_secs(2))
+                .build(),
+            Err(BuildError::AttemptTimeoutExceedsDeadline { .. })
+        ));
+        assert_eq!(
+            b().key_header(" ").build().unwrap_err(),
+            BuildError::EmptyHeaderName("key_header")
+        );
+        assert!(matches!(
+            b().request_id_header("bad header").build(),
+            Err(BuildError::InvalidHeaderName {
+                setting: "request_id_header",
+                ..
+            })
+        ));
+        assert!(matches!(
+            b().request_id_header("Idempotency-Key").build(),
+            Err(BuildError::SameHeaderNames(_))
+        ));
+        assert!(matches!(
+            b().budget_ratio(0.0).build(),
+            Err(BuildError::Budget(_))
+        ));
+        assert!(matches!(
+            b().budget_window(Duration::ZERO).build(),
+            Err(BuildError::Budget(_))
+        ));
+    }
+
+    #[test]
+    fn the_default_attempt_timeout_fits_a_shorter_deadline() {
+        let policy = RetryPolicy::builder()
+            .deadline(Duration::from_secs(5))
+            .build()
+            .unwrap();
+        assert_eq!(policy.attempt_timeout(), Some(Duration::from_secs(5)));
+        let unbounded = RetryPolicy::builder().no_deadline().build().unwrap();
+        assert_eq!(unbounded.attempt_timeout(), Some(Duration::from_secs(10)));
+    }
+
+    #[test]
+    fn errors_read_well() {
+        let message = RetryPolicy::builder()
+            .deadline(Duration::from_secs(1))
+            .attempt_timeout(Duration::from_secs(2))
+            .build()
+            .unwrap_err()
+            .to_string();
+        assert_eq!(message, "attempt_timeout 2s is longer than the deadline 1s");
+    }
+
+    #[test]
+    fn seeded_policies_give_repeatable_intent_rngs() {
+        let a = RetryPolicy::builder().rng_seed(9).build().unwrap();
+        let b = RetryPolicy::builder().rng_seed(9).build().unwrap();
+        assert_eq!(
+            a.inner.intent_rng().next_u64(),
+            b.inner.intent_rng().next_u64()
+        );
+    }
+}

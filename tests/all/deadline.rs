@@ -1,0 +1,100 @@
+//! The deadline bounds the whole intent: attempts and pauses.
+
+use std::time::{Duration, Instant};
+
+use reqwest_resilience::{Backoff, ResilientClient, RetryPolicy};
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::support::{client_with, received, Sequence, MS};
+
+#[tokio::test]
+async fn the_deadline_holds_against_a_slow_server() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(3)))
+        .mount(&server)
+        .await;
+    // Real timer: the deadline must hold in wall time.
+    let client = ResilientClient::with_policy(
+        RetryPolicy::builder()
+            .deadline(Duration::from_millis(600))
+            .attempt_timeout(Duration::from_millis(250))
+            .backoff(Backoff::constant(Duration::from_millis(20)))
+            .max_attempts(10)
+            .build()
+            .unwrap(),
+    );
+    let started = Instant::now();
+    let error = client.post(server.uri()).send().await.unwrap_err();
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed <= Duration::from_millis(600) + Duration::from_millis(150),
+        "{elapsed:?}"
+    );
+    assert!(error.is_deadline_exceeded(), "{error}");
+    assert!(
+        error.is_outcome_unknown(),
+        "timed-out attempts may have been processed"
+    );
+    assert!(error.attempts() >= 2, "attempt timeout let a retry happen");
+    assert_eq!(received(&server).await.len() as u32, error.attempts());
+}
+
+#[tokio::test]
+async fn a_slow_attempt_times_out_and_the_retry_succeeds() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(Sequence::new(vec![
+            ResponseTemplate::new(200).set_delay(Duration::from_secs(5)),
+            ResponseTemplate::new(200).set_body_string("fast"),
+        ]))
+        .mount(&server)
+        .await;
+    let (client, _) = client_with(|p| p.attempt_timeout(Duration::from_millis(200)));
+    let started = Instant::now();
+    let response = client.get(server.uri()).send().await.unwrap();
+    assert_eq!(response.text().await.unwrap(), "fast");
+    assert!(started.elapsed() < Duration::from_secs(4));
+}
+
+#[tokio::test]
+async fn no_pause_is_started_that_would_end_past_the_deadline() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(503))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let (client, sleeper) = client_with(|p| {
+        p.backoff(Backoff::constant(Duration::from_secs(2)))
+            .deadline(Duration::from_secs(1))
+            .attempt_timeout(Duration::from_secs(1))
+    });
+    let error = client.get(server.uri()).send().await.unwrap_err();
+    assert!(error.is_deadline_exceeded());
+    assert!(sleeper.delays().is_empty());
+    assert!(!error.is_outcome_unknown());
+}
+
+#[tokio::test]
+async fn a_per_call_deadline_overrides_the_policy() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(3)))
+        .mount(&server)
+        .await;
+    let (client, _) = client_with(|p| p.no_deadline().attempt_timeout(Duration::from_secs(20)));
+    let started = Instant::now();
+    let error = client
+        .get(server.uri())
+        .deadline(300 * MS)
+        .send()
+        .await
+        .unwrap_err();
+    assert!(
+        error.is_deadline_exceeded() || error.is_timeout(),
+        "{error}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(1));
+}

@@ -1,0 +1,13 @@
+//! Integration tests against real HTTP servers on 127.0.0.1 (wiremock, and a raw
+//! TCP server for what wiremock cannot do). One binary, shared helpers.
+
+mod support;
+
+mod bodies;
+mod budget;
+mod classification;
+mod deadline;
+mod keys;
+mod retry_after;
+mod tracing_spans;
+mod transport;

@@ -1,0 +1,214 @@
+//! Shared helpers: clients with an instant recording sleeper, stateful responders,
+//! header extraction, and a raw TCP server that drops connections.
+
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use reqwest_resilience::{
+    Backoff, RecordingSleeper, ResilientClient, RetryPolicy, RetryPolicyBuilder,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use wiremock::{Request, Respond, ResponseTemplate};
+
+pub const MS: Duration = Duration::from_millis(1);
+
+/// A policy for tests: instant recorded sleeps, seeded jitter, no budget limit.
+pub fn policy(sleeper: &RecordingSleeper) -> RetryPolicyBuilder {
+    RetryPolicy::builder()
+        .sleeper(sleeper.clone())
+        .rng_seed(42)
+        .backoff(Backoff::full_jitter(10 * MS, 100 * MS))
+        .no_budget()
+}
+
+/// A client built from `customise(policy(..))`, and its sleeper.
+pub fn client_with(
+    customise: impl FnOnce(RetryPolicyBuilder) -> RetryPolicyBuilder,
+) -> (ResilientClient, RecordingSleeper) {
+    let sleeper = RecordingSleeper::new();
+    let policy = customise(policy(&sleeper))
+        .build()
+        .expect("valid test policy");
+    (ResilientClient::with_policy(policy), sleeper)
+}
+
+/// A client with the test defaults.
+pub fn client() -> (ResilientClient, RecordingSleeper) {
+    client_with(|policy| policy)
+}
+
+/// Serves the templates in order, then repeats the last one.
+pub struct Sequence {
+    templates: Vec<ResponseTemplate>,
+    served: AtomicUsize,
+}
+
+impl Sequence {
+    pub fn new(templates: Vec<ResponseTemplate>) -> Self {
+        assert!(!templates.is_empty());
+        Self {
+            templates,
+            served: AtomicUsize::new(0),
+        }
+    }
+
+    /// `failures` responses with `status`, then 200 forever.
+    pub fn fail_then_ok(status: u16, failures: usize) -> Self {
+        let mut templates = vec![ResponseTemplate::new(status); failures];
+        templates.push(ResponseTemplate::new(200).set_body_string("ok"));
+        Self::new(templates)
+    }
+}
+
+impl Respond for Sequence {
+    fn respond(&self, _: &Request) -> ResponseTemplate {
+        let index = self.served.fetch_add(1, Ordering::SeqCst);
+        self.templates[index.min(self.templates.len() - 1)].clone()
+    }
+}
+
+/// The values of `name` on each received request (None where absent).
+pub fn header_values(requests: &[Request], name: &str) -> Vec<Option<String>> {
+    requests
+        .iter()
+        .map(|request| {
+            request
+                .headers
+                .get(name)
+                .map(|value| value.to_str().expect("ascii header").to_owned())
+        })
+        .collect()
+}
+
+/// Asserts that every attempt carried the same key and returns it.
+pub fn single_key(requests: &[Request]) -> String {
+    let keys = header_values(requests, "idempotency-key");
+    let first = keys[0].clone().expect("first attempt carries a key");
+    assert!(
+        keys.iter()
+            .all(|key| key.as_deref() == Some(first.as_str())),
+        "keys differ across attempts: {keys:?}"
+    );
+    first
+}
+
+/// Asserts that every attempt carried a distinct request id.
+pub fn assert_distinct_request_ids(requests: &[Request]) {
+    let ids: Vec<String> = header_values(requests, "x-request-id")
+        .into_iter()
+        .map(|id| id.expect("every attempt carries a request id"))
+        .collect();
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), ids.len(), "request ids repeat: {ids:?}");
+}
+
+pub async fn received(server: &wiremock::MockServer) -> Vec<Request> {
+    server.received_requests().await.expect("recording is on")
+}
+
+/// A raw HTTP/1.1 server on 127.0.0.1 that reads each request fully, then closes the
+/// connection without answering for the first `drops` requests, and answers
+/// `201 Created` with body `created` afterwards. Records every request head + body.
+pub struct DroppingServer {
+    pub url: String,
+    pub requests: Arc<Mutex<Vec<String>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl DroppingServer {
+    pub async fn start(drops: usize) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let address = listener.local_addr().expect("address");
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let seen = requests.clone();
+        let task = tokio::spawn(async move {
+            let served = AtomicUsize::new(0);
+            // Bounded: a test makes a handful of connections.
+            for _ in 0..64 {
+                let Ok((mut socket, _)) = listener.accept().await else {
+                    return;
+                };
+                let Some(request) = read_request(&mut socket).await else {
+                    continue;
+                };
+                seen.lock().unwrap().push(request);
+                if served.fetch_add(1, Ordering::SeqCst) < drops {
+                    drop(socket); // committed, then lost: no response at all
+                } else {
+                    let _ = socket
+                        .write_all(
+                            b"HTTP/1.1 201 Created\r\ncontent-length: 7\r\nconnection: close\r\n\r\ncreated",
+                        )
+                        .await;
+                    let _ = socket.shutdown().await;
+                }
+            }
+        });
+        Self {
+            url: format!("http://{address}"),
+            requests,
+            task,
+        }
+    }
+
+    pub fn received(&self) -> Vec<String> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+impl Drop for DroppingServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Reads one request head and its Content-Length body; `None` on EOF or junk.
+async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<String> {
+    let mut buffer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        let n = tokio::time::timeout(Duration::from_secs(5), socket.read(&mut chunk))
+            .await
+            .ok()?
+            .ok()?;
+        if n == 0 {
+            return None;
+        }
+        buffer.extend_from_slice(&chunk[..n]);
+        if let Some(position) = buffer.windows(4).position(|window| window == b"\r\n\r\n") {
+            break position + 4;
+        }
+        if buffer.len() > 1 << 20 {
+            return None;
+        }
+    };
+    let head = String::from_utf8_lossy(&buffer[..head_end]).to_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|line| line.strip_prefix("content-length:"))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or(0);
+    while buffer.len() < head_end + length {
+        let n = socket.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buffer.extend_from_slice(&chunk[..n]);
+    }
+    Some(String::from_utf8_lossy(&buffer).into_owned())
+}
+
+/// The value of `name` in a raw request head (lower-cased names).
+pub fn raw_header(request: &str, name: &str) -> Option<String> {
+    request.lines().find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        key.eq_ignore_ascii_case(name)
+            .then(|| value.trim().to_owned())
+    })
+}

@@ -1,0 +1,100 @@
+//! Spans carry OpenTelemetry attribute names; secrets never reach the logs.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use tracing_subscriber::fmt::format::FmtSpan;
+use tracing_subscriber::fmt::MakeWriter;
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer};
+
+use crate::support::{client, received, single_key, Sequence};
+
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> MakeWriter<'a> for Captured {
+    type Writer = Captured;
+    fn make_writer(&'a self) -> Captured {
+        self.clone()
+    }
+}
+
+#[tokio::test]
+async fn spans_use_otel_names_and_never_log_the_key_the_token_or_the_body() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(Sequence::fail_then_ok(503, 1))
+        .mount(&server)
+        .await;
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(captured.clone())
+        .with_span_events(FmtSpan::CLOSE)
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let (client, _) = client();
+    client
+        .post(server.uri())
+        .idempotency_key("super-secret-idempotency-key-0001")
+        .bearer_auth("token-that-must-not-leak")
+        .body("card=4242424242424242")
+        .send()
+        .await
+        .unwrap();
+
+    let output = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    for expected in [
+        "intent",
+        "attempt",
+        "otel.kind=\"client\"",
+        "otel.kind=\"internal\"",
+        "http.request.method=POST",
+        "http.response.status_code=503",
+        "http.response.status_code=200",
+        "http.request.resend_count=1",
+        "error.type=\"503\"",
+        "url.full=",
+        "idempotency_key=super-se…",
+        "transient failure; retrying",
+    ] {
+        assert!(
+            output.contains(expected),
+            "missing {expected:?} in:\n{output}"
+        );
+    }
+    // The first attempt has no resend_count at all.
+    let first_attempt_close = output
+        .lines()
+        .find(|line| line.contains("http.response.status_code=503"))
+        .unwrap();
+    assert!(
+        !first_attempt_close.contains("resend_count"),
+        "{first_attempt_close}"
+    );
+    for secret in [
+        "super-secret-idempotency-key-0001",
+        "token-that-must-not-leak",
+        "4242424242424242",
+    ] {
+        assert!(!output.contains(secret), "{secret} leaked:\n{output}");
+    }
+    // The server did get the whole key.
+    assert_eq!(
+        single_key(&received(&server).await),
+        "super-secret-idempotency-key-0001"
+    );
+}
