@@ -16,6 +16,7 @@
 //! retry loop) around this one: three layers of three attempts make 27.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
@@ -23,8 +24,8 @@ use http::Method;
 use reqwest::IntoUrl;
 
 use crate::error::Error;
-use crate::idempotency::{IdempotencyKey, InvalidKey};
-use crate::intent::Intent;
+use crate::idempotency::{IdempotencyKey, KeyChoice};
+use crate::intent::{BodyFactory, Intent};
 use crate::policy::RetryPolicy;
 
 /// A `reqwest::Client` plus a [`RetryPolicy`]. Cheap to clone; clones share the
@@ -101,6 +102,7 @@ impl ResilientClient {
             inner: self.http.request(method, url),
             key: KeyChoice::Policy,
             deadline: DeadlineChoice::Policy,
+            body_factory: None,
         }
     }
 
@@ -144,6 +146,7 @@ impl ResilientClient {
             inner: reqwest::RequestBuilder::from_parts(self.http.clone(), request),
             key: KeyChoice::Policy,
             deadline: DeadlineChoice::Policy,
+            body_factory: None,
         }
         .send()
         .await
@@ -164,13 +167,6 @@ impl fmt::Debug for ResilientClient {
     }
 }
 
-enum KeyChoice {
-    /// Generate one if the policy says so for this method.
-    Policy,
-    Caller(Result<IdempotencyKey, InvalidKey>),
-    Off,
-}
-
 enum DeadlineChoice {
     Policy,
     Set(Option<Duration>),
@@ -184,6 +180,7 @@ pub struct RequestBuilder {
     inner: reqwest::RequestBuilder,
     key: KeyChoice,
     deadline: DeadlineChoice,
+    body_factory: Option<BodyFactory>,
 }
 
 impl RequestBuilder {
@@ -221,6 +218,31 @@ impl RequestBuilder {
     /// (`reqwest::Body::wrap_stream`) is sent once and never retried.
     pub fn body<T: Into<reqwest::Body>>(self, body: T) -> Self {
         self.map_request(|inner| inner.body(body))
+    }
+
+    /// Makes a fresh body for every attempt, so a large upload (a file, a
+    /// generated stream) can be retried without buffering it in memory. Each call
+    /// must produce the same content: the server compares payloads under one key.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # async fn run(client: reqwest_resilience::ResilientClient) -> Result<(), reqwest_resilience::Error> {
+    /// let report = std::sync::Arc::new(vec![7u8; 64 * 1024 * 1024]);
+    /// client
+    ///     .put("http://127.0.0.1:8080/reports/7")
+    ///     // Each attempt gets a cheap handle on the same bytes (or reopen a file here).
+    ///     .body_fn(move || reqwest::Body::from(bytes_of(&report)))
+    ///     .send()
+    ///     .await?;
+    /// # Ok(()) }
+    /// # fn bytes_of(v: &std::sync::Arc<Vec<u8>>) -> Vec<u8> { v.to_vec() }
+    /// ```
+    pub fn body_fn<F>(mut self, factory: F) -> Self
+    where
+        F: Fn() -> reqwest::Body + Send + Sync + 'static,
+    {
+        self.body_factory = Some(Arc::new(factory));
+        self
     }
 
     /// Timeout of each attempt of this request (overrides the policy's; still
@@ -307,32 +329,20 @@ impl RequestBuilder {
             inner,
             key,
             deadline,
+            body_factory,
         } = self;
         let request = inner.build().map_err(Error::invalid_request)?;
         let policy = &client.policy.inner;
-        let key = match key {
-            KeyChoice::Caller(key) => Some(key.map_err(Error::invalid_key)?),
-            KeyChoice::Off => None,
-            KeyChoice::Policy => match request.headers().get(&policy.key_header) {
-                // A key header set by hand is the caller's key.
-                Some(value) => Some(
-                    IdempotencyKey::new(String::from_utf8_lossy(value.as_bytes()))
-                        .map_err(Error::invalid_key)?,
-                ),
-                None if client.policy.generates_key_for(request.method()) => {
-                    Some(IdempotencyKey::generate())
-                }
-                None => None,
-            },
-        };
+        let key = key.resolve(policy, &request)?;
         let deadline = match deadline {
             DeadlineChoice::Policy => policy.deadline,
             DeadlineChoice::Set(deadline) => deadline,
         };
         Intent {
-            http: &client.http,
+            transport: &client.http,
             policy,
             request,
+            body_factory,
             key,
             deadline,
         }

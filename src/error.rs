@@ -60,6 +60,8 @@ pub struct Error {
 struct Inner {
     reason: GiveUpReason,
     transport: Option<reqwest::Error>,
+    /// An error from another middleware in a reqwest-middleware chain.
+    other: Option<BoxError>,
     invalid_key: Option<InvalidKey>,
     response: Option<reqwest::Response>,
     last_status: Option<StatusCode>,
@@ -83,21 +85,27 @@ pub(crate) struct GiveUpContext {
 pub(crate) enum LastResult {
     Response(reqwest::Response),
     Transport(reqwest::Error),
+    Other(BoxError),
     Nothing,
 }
 
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 impl Error {
     pub(crate) fn give_up(reason: GiveUpReason, last: LastResult, context: GiveUpContext) -> Self {
-        let (transport, response) = match last {
-            LastResult::Response(response) => (None, Some(response)),
-            LastResult::Transport(error) => (Some(error), None),
-            LastResult::Nothing => (None, None),
-        };
+        let (mut transport, mut response, mut other) = (None, None, None);
+        match last {
+            LastResult::Response(last) => response = Some(last),
+            LastResult::Transport(error) => transport = Some(error),
+            LastResult::Other(error) => other = Some(error),
+            LastResult::Nothing => {}
+        }
         Self {
             inner: Box::new(Inner {
                 reason,
                 last_status: response.as_ref().map(reqwest::Response::status),
                 transport,
+                other,
                 invalid_key: None,
                 response,
                 retry_after: context.retry_after,
@@ -317,6 +325,9 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         if let Some(error) = &self.inner.transport {
             return Some(error);
+        }
+        if let Some(error) = &self.inner.other {
+            return Some(&**error);
         }
         self.inner
             .invalid_key

@@ -11,6 +11,8 @@
 //! 5. wait how long, or give up (deadline, attempts, Retry-After, backoff)?
 //! 6. does the shared budget allow one more retry?
 
+use std::future::Future;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use http::HeaderMap;
@@ -30,16 +32,58 @@ use crate::policy::PolicyInner;
 use crate::retry_after::parse_retry_after_bytes;
 use crate::telemetry;
 
+/// Sends one attempt. Implemented for `&reqwest::Client` and, with the `middleware`
+/// feature, for the rest of a reqwest-middleware chain.
+pub(crate) trait Transport: Send {
+    fn send(
+        &mut self,
+        request: reqwest::Request,
+    ) -> impl Future<Output = Result<reqwest::Response, TransportError>> + Send;
+}
+
+/// An attempt that produced no response.
+pub(crate) enum TransportError {
+    Reqwest(reqwest::Error),
+    /// An error from another middleware further down the chain: never retried.
+    Other(BoxError),
+}
+
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Produces a fresh body for every attempt (see `RequestBuilder::body_fn`).
+pub(crate) type BodyFactory = Arc<dyn Fn() -> reqwest::Body + Send + Sync>;
+
+impl Transport for &reqwest::Client {
+    fn send(
+        &mut self,
+        request: reqwest::Request,
+    ) -> impl Future<Output = Result<reqwest::Response, TransportError>> + Send {
+        let sending = self.execute(request);
+        async move { sending.await.map_err(TransportError::Reqwest) }
+    }
+}
+
 /// One intent, ready to run.
-pub(crate) struct Intent<'a> {
-    pub(crate) http: &'a reqwest::Client,
+pub(crate) struct Intent<'a, T> {
+    pub(crate) transport: T,
     pub(crate) policy: &'a PolicyInner,
     pub(crate) request: reqwest::Request,
+    pub(crate) body_factory: Option<BodyFactory>,
     pub(crate) key: Option<IdempotencyKey>,
     pub(crate) deadline: Option<Duration>,
 }
 
-impl Intent<'_> {
+/// What one attempt's classification concluded.
+struct Verdict {
+    outcome: AttemptOutcome,
+    /// The classifier says another attempt may succeed…
+    transient: bool,
+    /// …and the method/key rules allow one.
+    safe: bool,
+    retry_after: Option<Duration>,
+}
+
+impl<T: Transport> Intent<'_, T> {
     pub(crate) async fn run(self) -> Result<reqwest::Response, Error> {
         let span =
             telemetry::intent_span(self.request.method(), self.request.url(), self.key.as_ref());
@@ -48,9 +92,10 @@ impl Intent<'_> {
 
     async fn run_attempts(self) -> Result<reqwest::Response, Error> {
         let Intent {
-            http,
+            mut transport,
             policy,
             mut request,
+            body_factory,
             key,
             deadline,
         } = self;
@@ -64,8 +109,10 @@ impl Intent<'_> {
             );
         }
         let per_attempt_timeout = request.timeout().copied().or(policy.attempt_timeout);
-        // A streamed body is consumed by its one and only send.
-        let replayable = request.body().is_none_or(|body| body.as_bytes().is_some());
+        // A streamed body is consumed by its one and only send; a factory makes a
+        // fresh one for every attempt.
+        let replayable =
+            body_factory.is_some() || request.body().is_none_or(|body| body.as_bytes().is_some());
         let method = request.method().clone();
         let url = request.url().clone();
         let scope = url.host_str().unwrap_or("");
@@ -83,15 +130,12 @@ impl Intent<'_> {
         let mut attempt: u32 = 0;
         loop {
             attempt += 1;
-            let now = Instant::now();
-            let timeout = deadline.attempt_timeout(now, per_attempt_timeout);
+            let timeout = deadline.attempt_timeout(Instant::now(), per_attempt_timeout);
             if timeout == Some(Duration::ZERO) {
-                return Err(state.give_up(
-                    GiveUpReason::DeadlineExceeded,
-                    LastResult::Nothing,
-                    None,
-                ));
+                let reason = GiveUpReason::DeadlineExceeded;
+                return Err(state.give_up(reason, LastResult::Nothing, None));
             }
+            // Clone while another attempt may follow; the last one takes the original.
             let last_chance = !replayable || attempt >= policy.max_attempts;
             let mut outgoing = match (last_chance, template.as_ref()) {
                 (false, Some(request)) => request.try_clone(),
@@ -101,6 +145,9 @@ impl Intent<'_> {
             .ok_or_else(|| {
                 state.give_up(GiveUpReason::BodyNotReplayable, LastResult::Nothing, None)
             })?;
+            if let Some(factory) = &body_factory {
+                *outgoing.body_mut() = Some(factory());
+            }
             let request_id = RequestId::generate();
             outgoing
                 .headers_mut()
@@ -109,80 +156,41 @@ impl Intent<'_> {
 
             let attempt_span = telemetry::attempt_span(&method, &url, attempt, request_id);
             let sent_at = Instant::now();
-            let result = http
-                .execute(outgoing)
+            let result = transport
+                .send(outgoing)
                 .instrument(attempt_span.clone())
                 .await;
             let duration = sent_at.elapsed();
 
-            // Classify while the response (or error) is borrowed, then decide.
-            let (outcome, transient, safe, retry_after) = match &result {
-                Ok(response) => {
-                    let status = response.status();
-                    attempt_span.record("http.response.status_code", status.as_u16());
-                    if status.is_client_error() || status.is_server_error() {
-                        attempt_span.record("error.type", status.as_str());
-                    }
-                    let view_result = AttemptResult::Response {
-                        status,
-                        headers: response.headers(),
-                    };
-                    let (transient, safe) =
-                        classify(policy, &method, &url, attempt, keyed, view_result);
-                    if transient && !status_proves_no_effect(status) {
-                        state.may_have_applied = true;
-                    }
-                    (
-                        AttemptOutcome::Status(status),
-                        transient,
-                        safe,
-                        if transient && safe {
-                            retry_after_of(response.headers())
-                        } else {
-                            None
-                        },
-                    )
-                }
-                Err(error) => {
-                    let failure = TransportFailure::of(error);
-                    attempt_span.record("error.type", failure.as_str());
-                    let view_result = AttemptResult::Error { failure, error };
-                    let (transient, safe) =
-                        classify(policy, &method, &url, attempt, keyed, view_result);
-                    if failure.may_have_reached_server() {
-                        state.may_have_applied = true;
-                    }
-                    (AttemptOutcome::Failed(failure), transient, safe, None)
-                }
+            let verdict = {
+                let _entered = attempt_span.enter();
+                classify(policy, &method, &url, attempt, keyed, &result)
             };
-            drop(attempt_span);
+            if verdict.may_have_applied() {
+                state.may_have_applied = true;
+            }
             state.log.push(AttemptRecord {
                 number: attempt,
                 request_id,
-                outcome,
+                outcome: verdict.outcome,
                 duration,
                 delay_after: None,
             });
-
+            let retry = verdict.transient && verdict.safe;
+            let retry_after = verdict.retry_after;
             let last = match result {
-                Ok(response) if !(transient && safe) => return Ok(state.succeed(response)),
+                Ok(response) if !retry => return Ok(state.succeed(response)),
                 Ok(response) => LastResult::Response(response),
-                Err(error) if TransportFailure::of(&error) == TransportFailure::InvalidRequest => {
+                Err(TransportError::Reqwest(error)) if error.is_builder() => {
                     let context = state.context(None);
-                    return Err(Error::give_up(
-                        GiveUpReason::InvalidRequest,
-                        LastResult::Transport(error),
-                        context,
-                    ));
+                    let last = LastResult::Transport(error);
+                    return Err(Error::give_up(GiveUpReason::InvalidRequest, last, context));
                 }
-                Err(error) if !(transient && safe) => {
-                    return Err(state.give_up(
-                        GiveUpReason::NotRetryable,
-                        LastResult::Transport(error),
-                        None,
-                    ))
+                Err(error) if !retry => {
+                    let last = LastResult::from(error);
+                    return Err(state.give_up(GiveUpReason::NotRetryable, last, None));
                 }
-                Err(error) => LastResult::Transport(error),
+                Err(error) => LastResult::from(error),
             };
             if !replayable {
                 return Err(state.give_up(GiveUpReason::BodyNotReplayable, last, retry_after));
@@ -220,6 +228,27 @@ impl Intent<'_> {
                 "transient failure; retrying"
             );
             policy.sleeper.sleep(delay).await;
+        }
+    }
+}
+
+impl Verdict {
+    /// Could this attempt have had an effect on the server (see
+    /// `Error::is_outcome_unknown`)? Only transient failures count: a final response
+    /// is an answer, not an unknown.
+    fn may_have_applied(&self) -> bool {
+        match self.outcome {
+            AttemptOutcome::Status(status) => self.transient && !status_proves_no_effect(status),
+            AttemptOutcome::Failed(failure) => failure.may_have_reached_server(),
+        }
+    }
+}
+
+impl From<TransportError> for LastResult {
+    fn from(error: TransportError) -> Self {
+        match error {
+            TransportError::Reqwest(error) => LastResult::Transport(error),
+            TransportError::Other(error) => LastResult::Other(error),
         }
     }
 }
@@ -276,26 +305,57 @@ impl LoopState {
     }
 }
 
-/// Returns (transient, safe to retry).
+/// Classifies one attempt's result (records OTel attributes on the current span).
 fn classify(
     policy: &PolicyInner,
     method: &http::Method,
     url: &reqwest::Url,
     attempt: u32,
     keyed: bool,
-    result: AttemptResult<'_>,
-) -> (bool, bool) {
+    result: &Result<reqwest::Response, TransportError>,
+) -> Verdict {
+    let span = tracing::Span::current();
+    let view_result = match result {
+        Ok(response) => {
+            let status = response.status();
+            span.record("http.response.status_code", status.as_u16());
+            if status.is_client_error() || status.is_server_error() {
+                span.record("error.type", status.as_str());
+            }
+            AttemptResult::Response {
+                status,
+                headers: response.headers(),
+            }
+        }
+        Err(TransportError::Reqwest(error)) => {
+            let failure = TransportFailure::of(error);
+            span.record("error.type", failure.as_str());
+            AttemptResult::Error { failure, error }
+        }
+        Err(TransportError::Other(_)) => {
+            // Another middleware failed: not ours to retry.
+            span.record("error.type", TransportFailure::Other.as_str());
+            return Verdict {
+                outcome: AttemptOutcome::Failed(TransportFailure::Other),
+                transient: false,
+                safe: false,
+                retry_after: None,
+            };
+        }
+    };
     let view = AttemptView {
         method,
         url,
         attempt,
         keyed,
-        result,
+        result: view_result,
     };
+    // The caller's classifier first, then the server's explicit hint, then the default.
     let decision = policy
         .classifier
         .as_ref()
         .and_then(|classifier| classifier.classify(&view))
+        .or_else(|| server_hint(policy, &view))
         .unwrap_or_else(|| {
             default_decision(
                 &view,
@@ -303,10 +363,37 @@ fn classify(
                 keyed && policy.retry_conflict_when_keyed,
             )
         });
-    (
-        decision == Decision::Retry,
-        retry_is_safe(method, keyed, &view.result),
-    )
+    let transient = decision == Decision::Retry;
+    let safe = retry_is_safe(method, keyed, &view.result);
+    let (outcome, retry_after) = match view.result {
+        AttemptResult::Response { status, headers } => (
+            AttemptOutcome::Status(status),
+            (transient && safe)
+                .then(|| retry_after_of(headers))
+                .flatten(),
+        ),
+        AttemptResult::Error { failure, .. } => (AttemptOutcome::Failed(failure), None),
+    };
+    Verdict {
+        outcome,
+        transient,
+        safe,
+        retry_after,
+    }
+}
+
+/// A server's explicit word on retrying (e.g. `Stripe-Should-Retry: true|false`),
+/// when the policy names such a header.
+fn server_hint(policy: &PolicyInner, view: &AttemptView<'_>) -> Option<Decision> {
+    let header = policy.server_hint_header.as_ref()?;
+    let value = view.headers()?.get(header)?.to_str().ok()?.trim();
+    if value.eq_ignore_ascii_case("true") {
+        Some(Decision::Retry)
+    } else if value.eq_ignore_ascii_case("false") {
+        Some(Decision::Stop)
+    } else {
+        None
+    }
 }
 
 /// The longest valid `Retry-After` among the response's fields (never come back

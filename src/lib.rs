@@ -93,6 +93,13 @@ mod retry_after;
 mod sleeper;
 mod telemetry;
 
+#[cfg(feature = "serde")]
+mod config;
+#[cfg(feature = "middleware")]
+mod middleware;
+#[cfg(feature = "testing")]
+pub mod testing;
+
 pub use attempt_log::{
     AttemptLog, AttemptOutcome, AttemptRecord, DelayReason, ResponseExt, ScheduledDelay,
     TransportFailure,
@@ -109,6 +116,11 @@ pub use ids::RequestId;
 pub use policy::{BuildError, RetryPolicy, RetryPolicyBuilder};
 pub use retry_after::{parse_retry_after, parse_retry_after_bytes, RETRY_AFTER_SATURATION};
 pub use sleeper::{RecordingSleeper, Sleep, Sleeper, TokioSleeper};
+
+#[cfg(feature = "serde")]
+pub use config::{ConfigError, RetryPolicyConfig};
+#[cfg(feature = "middleware")]
+pub use middleware::{IntentOptions, ResilienceMiddleware};
 
 /// The README's examples, compiled as doc tests.
 #[cfg(all(doctest, feature = "json"))]

@@ -78,6 +78,7 @@ pub(crate) struct PolicyInner {
     pub(crate) request_id_header: HeaderName,
     pub(crate) budget: RetryBudget,
     pub(crate) sleeper: Arc<dyn Sleeper>,
+    pub(crate) server_hint_header: Option<HeaderName>,
     seeded_rng: Option<Mutex<StdRng>>,
 }
 
@@ -139,15 +140,19 @@ impl RetryPolicy {
 
     /// Whether a key is generated for this method when the caller gave none.
     pub fn generates_key_for(&self, method: &Method) -> bool {
-        match self.inner.key_attachment {
+        self.inner.generates_key_for(method)
+    }
+}
+
+impl PolicyInner {
+    pub(crate) fn generates_key_for(&self, method: &Method) -> bool {
+        match self.key_attachment {
             KeyAttachment::Always => true,
             KeyAttachment::UnsafeMethods => !is_idempotent_method(method),
             KeyAttachment::Never => false,
         }
     }
-}
 
-impl PolicyInner {
     /// A random source for one intent: derived from the seed when there is one (so a
     /// test's sequence of intents is repeatable), else from the thread-local CSPRNG.
     pub(crate) fn intent_rng(&self) -> StdRng {
@@ -189,6 +194,7 @@ impl fmt::Debug for RetryPolicy {
             .field("key_header", &p.key_header)
             .field("request_id_header", &p.request_id_header)
             .field("budget", &p.budget)
+            .field("server_hint_header", &p.server_hint_header)
             .field("seeded", &p.seeded_rng.is_some())
             .finish()
     }
@@ -227,6 +233,7 @@ pub struct RetryPolicyBuilder {
     request_id_header: String,
     budget: BudgetChoice,
     sleeper: Arc<dyn Sleeper>,
+    server_hint_header: Option<String>,
     seed: Option<u64>,
 }
 
@@ -264,6 +271,7 @@ impl RetryPolicyBuilder {
                 per_host: false,
             },
             sleeper: Arc::new(TokioSleeper),
+            server_hint_header: None,
             seed: None,
         }
     }
@@ -403,6 +411,15 @@ impl RetryPolicyBuilder {
         self
     }
 
+    /// A response header through which the server says whether to retry, e.g.
+    /// Stripe's `Stripe-Should-Retry`: `true` retries and `false` stops, whatever
+    /// the status (a user [`classifier`](Self::classifier) still decides first, and
+    /// method safety still applies). Off by default.
+    pub fn server_hint_header(mut self, name: impl Into<String>) -> Self {
+        self.server_hint_header = Some(name.into());
+        self
+    }
+
     /// Seed the jitter for repeatable delays.
     pub fn rng_seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
@@ -446,6 +463,11 @@ impl RetryPolicyBuilder {
         }
         let key_header = header_name("key_header", &self.key_header)?;
         let request_id_header = header_name("request_id_header", &self.request_id_header)?;
+        let server_hint_header = self
+            .server_hint_header
+            .as_deref()
+            .map(|name| header_name("server_hint_header", name))
+            .transpose()?;
         if key_header == request_id_header {
             return Err(BuildError::SameHeaderNames(key_header.to_string()));
         }
@@ -480,6 +502,7 @@ impl RetryPolicyBuilder {
                 request_id_header,
                 budget,
                 sleeper: self.sleeper,
+                server_hint_header,
                 seeded_rng: self
                     .seed
                     .map(|seed| Mutex::new(StdRng::seed_from_u64(seed))),

@@ -73,3 +73,45 @@ async fn a_json_body_is_identical_on_every_attempt() {
     let body: serde_json::Value = serde_json::from_slice(&requests[2].body).unwrap();
     assert_eq!(body["amount"], 500);
 }
+
+#[tokio::test]
+async fn a_body_factory_makes_a_complete_identical_stream_for_every_attempt() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    let server = MockServer::start().await;
+    Mock::given(method("PUT"))
+        .respond_with(Sequence::fail_then_ok(503, 2))
+        .expect(3)
+        .mount(&server)
+        .await;
+    let (client, _) = client();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = calls.clone();
+    // 256 KiB in 64 chunks, never held as one buffer by the client.
+    let response = client
+        .put(server.uri())
+        .body_fn(move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+            let chunks = (0..64u8).map(|i| Ok::<_, std::io::Error>(Bytes::from(vec![i; 4096])));
+            reqwest::Body::wrap_stream(futures_util::stream::iter(chunks))
+        })
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        3,
+        "one fresh body per attempt"
+    );
+    let requests = received(&server).await;
+    let expected: Vec<u8> = (0..64u8).flat_map(|i| vec![i; 4096]).collect();
+    for request in &requests {
+        assert_eq!(request.body.len(), expected.len());
+        assert_eq!(
+            request.body, expected,
+            "every attempt carries the whole body"
+        );
+    }
+}

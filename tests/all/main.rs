@@ -8,6 +8,8 @@ mod budget;
 mod classification;
 mod deadline;
 mod keys;
+mod middleware;
 mod retry_after;
+mod server_hints;
 mod tracing_spans;
 mod transport;

@@ -1,0 +1,181 @@
+//! The same intent semantics for `reqwest_middleware::ClientWithMiddleware` users
+//! (feature `middleware`).
+//!
+//! [`ResilienceMiddleware`] runs the whole intent — key per intent, request id per
+//! attempt, classification, jitter, Retry-After, deadline, budget — around the rest
+//! of the chain.
+//!
+//! # Where to put it in the chain
+//!
+//! Put it **first** (outermost) among middleware that should run once per intent
+//! (logging of the intent, auth token refresh that must not be retried), and
+//! **before** middleware that should run once per attempt (per-attempt tracing,
+//! request signing with a timestamp, metrics per delivery): everything added after it
+//! runs on every attempt and sees each attempt's own `X-Request-Id`. Do not combine it
+//! with `reqwest_retry::RetryTransientMiddleware`: retries would stack. Two
+//! `ResilienceMiddleware`s in one chain do not stack either: the inner one sees that
+//! it runs inside an intent and passes the request through.
+//!
+//! A give-up is returned as `reqwest_middleware::Error::Middleware` wrapping this
+//! crate's [`crate::Error`]; downcast it to read the reason, the key and whether the
+//! outcome is unknown.
+//!
+//! # Examples
+//! ```no_run
+//! use reqwest_middleware::ClientBuilder;
+//! use reqwest_resilience::{IntentOptions, ResilienceMiddleware, ResilientClient, RetryPolicy};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let client = ClientBuilder::new(ResilientClient::reqwest_builder().build()?)
+//!     .with(ResilienceMiddleware::new(RetryPolicy::default()))
+//!     .build();
+//! let response = client
+//!     .post("http://127.0.0.1:8080/payments")
+//!     .with_extension(IntentOptions::new().idempotency_key("order-1842"))
+//!     .body(r#"{"amount":500}"#)
+//!     .send()
+//!     .await;
+//! match response {
+//!     Ok(response) => println!("{}", response.status()),
+//!     Err(reqwest_middleware::Error::Middleware(error)) => {
+//!         if let Some(error) = error.downcast_ref::<reqwest_resilience::Error>() {
+//!             println!("gave up: {error}; outcome unknown: {}", error.is_outcome_unknown());
+//!         }
+//!     }
+//!     Err(error) => println!("{error}"),
+//! }
+//! # Ok(()) }
+//! ```
+
+use std::future::Future;
+use std::time::Duration;
+
+use http::Extensions;
+use reqwest_middleware::{Middleware, Next};
+
+use crate::idempotency::{IdempotencyKey, KeyChoice};
+use crate::intent::{Intent, Transport, TransportError};
+use crate::policy::RetryPolicy;
+
+/// Runs each request through the chain as one intent under a [`RetryPolicy`].
+#[derive(Debug, Clone)]
+pub struct ResilienceMiddleware {
+    policy: RetryPolicy,
+}
+
+impl ResilienceMiddleware {
+    /// A middleware applying `policy` (its budget is shared by every request that
+    /// passes through, and with anyone holding a clone of the policy).
+    pub fn new(policy: RetryPolicy) -> Self {
+        Self { policy }
+    }
+}
+
+/// Per-request options, attached with
+/// `reqwest_middleware::RequestBuilder::with_extension`.
+#[derive(Debug, Clone)]
+pub struct IntentOptions {
+    key: KeyChoice,
+    deadline: Option<Option<Duration>>,
+}
+
+impl IntentOptions {
+    /// No overrides: the policy decides.
+    pub fn new() -> Self {
+        Self {
+            key: KeyChoice::Policy,
+            deadline: None,
+        }
+    }
+
+    /// The caller's own idempotency key, sent verbatim on every attempt.
+    pub fn idempotency_key(mut self, key: impl Into<String>) -> Self {
+        self.key = KeyChoice::Caller(IdempotencyKey::new(key));
+        self
+    }
+
+    /// No idempotency key (POST/PATCH are then retried only when never sent).
+    pub fn without_idempotency_key(mut self) -> Self {
+        self.key = KeyChoice::Off;
+        self
+    }
+
+    /// This intent's deadline instead of the policy's.
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = Some(Some(deadline));
+        self
+    }
+
+    /// No deadline for this intent.
+    pub fn no_deadline(mut self) -> Self {
+        self.deadline = Some(None);
+        self
+    }
+}
+
+impl Default for IntentOptions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Marks the extensions of a request already inside an intent, so that a second
+/// `ResilienceMiddleware` further down does not retry again.
+#[derive(Debug, Clone, Copy)]
+struct InsideIntent;
+
+#[async_trait::async_trait]
+impl Middleware for ResilienceMiddleware {
+    async fn handle(
+        &self,
+        request: reqwest::Request,
+        extensions: &mut Extensions,
+        next: Next<'_>,
+    ) -> reqwest_middleware::Result<reqwest::Response> {
+        if extensions.get::<InsideIntent>().is_some() {
+            return next.run(request, extensions).await;
+        }
+        extensions.insert(InsideIntent);
+        let options = extensions
+            .get::<IntentOptions>()
+            .cloned()
+            .unwrap_or_default();
+        let policy = &self.policy.inner;
+        let key = options
+            .key
+            .resolve(policy, &request)
+            .map_err(reqwest_middleware::Error::middleware)?;
+        Intent {
+            transport: Chain { next, extensions },
+            policy,
+            request,
+            body_factory: None,
+            key,
+            deadline: options.deadline.unwrap_or(policy.deadline),
+        }
+        .run()
+        .await
+        .map_err(reqwest_middleware::Error::middleware)
+    }
+}
+
+/// The rest of the chain, run once per attempt.
+struct Chain<'a> {
+    next: Next<'a>,
+    extensions: &'a mut Extensions,
+}
+
+impl Transport for Chain<'_> {
+    fn send(
+        &mut self,
+        request: reqwest::Request,
+    ) -> impl Future<Output = Result<reqwest::Response, TransportError>> + Send {
+        let sending = self.next.clone().run(request, self.extensions);
+        async move {
+            sending.await.map_err(|error| match error {
+                reqwest_middleware::Error::Reqwest(error) => TransportError::Reqwest(error),
+                reqwest_middleware::Error::Middleware(error) => TransportError::Other(error.into()),
+            })
+        }
+    }
+}
