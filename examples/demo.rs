@@ -10,19 +10,19 @@
 //!
 //! Run: `cargo run --example demo`
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use reqwest_resilience::{
     AttemptLog, AttemptOutcome, Backoff, ResilientClient, ResponseExt, RetryPolicy,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+
+#[path = "support/payments_server.rs"]
+mod payments_server;
+use payments_server::{Fault, PaymentsServer};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let server = PaymentsServer::start().await?;
+    let server = PaymentsServer::start(vec![Fault::Unavailable, Fault::CommitThenDrop]).await?;
     let policy = RetryPolicy::builder()
         .max_attempts(4)
         .backoff(Backoff::full_jitter(
@@ -117,161 +117,5 @@ fn print_log(log: &AttemptLog, key: &str) {
             format!("{short_key}…"),
             outcome
         );
-    }
-}
-
-/// A tiny idempotent payments API on 127.0.0.1 with scripted faults.
-struct PaymentsServer {
-    url: String,
-    state: Arc<Mutex<State>>,
-}
-
-#[derive(Default)]
-struct State {
-    /// key → (body, stored response)
-    keys: HashMap<String, (String, Option<String>)>,
-    effects: u32,
-    payment_requests: u32,
-    last_key: Option<String>,
-}
-
-impl PaymentsServer {
-    async fn start() -> std::io::Result<Self> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
-        let url = format!("http://{}", listener.local_addr()?);
-        let state = Arc::new(Mutex::new(State::default()));
-        let shared = state.clone();
-        tokio::spawn(async move {
-            // Bounded: the demo makes a handful of connections.
-            for _ in 0..100 {
-                let Ok((socket, _)) = listener.accept().await else {
-                    return;
-                };
-                tokio::spawn(serve(socket, shared.clone()));
-            }
-        });
-        Ok(Self { url, state })
-    }
-
-    fn effects(&self) -> u32 {
-        self.state.lock().unwrap().effects
-    }
-
-    fn last_key(&self) -> Option<String> {
-        self.state.lock().unwrap().last_key.clone()
-    }
-}
-
-async fn serve(mut socket: TcpStream, state: Arc<Mutex<State>>) {
-    let Some((head, body)) = read_request(&mut socket).await else {
-        return;
-    };
-    let path = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
-    if path == "/slow" {
-        tokio::time::sleep(Duration::from_secs(3)).await;
-        let _ = respond(&mut socket, "200 OK", "", "{}").await;
-        return;
-    }
-    let key = head.lines().find_map(|line| {
-        let (name, value) = line.split_once(':')?;
-        name.eq_ignore_ascii_case("idempotency-key")
-            .then(|| value.trim().to_owned())
-    });
-    let Some(key) = key else {
-        let _ = respond(
-            &mut socket,
-            "400 Bad Request",
-            "",
-            r#"{"error":"key required"}"#,
-        )
-        .await;
-        return;
-    };
-    enum Action {
-        Respond(&'static str, &'static str, String),
-        CommitAndDrop,
-    }
-    let action = {
-        let mut state = state.lock().unwrap();
-        state.payment_requests += 1;
-        state.last_key = Some(key.clone());
-        match state.keys.get(&key) {
-            Some((stored_body, _)) if *stored_body != body => Action::Respond(
-                "422 Unprocessable Entity",
-                "",
-                r#"{"error":"key reused with a different payload"}"#.to_owned(),
-            ),
-            Some((_, Some(stored))) => Action::Respond("201 Created", "", stored.clone()),
-            Some((_, None)) => Action::Respond("409 Conflict", "", "{}".to_owned()),
-            // The script: first 503 with Retry-After, then commit and lose the response.
-            None if state.payment_requests == 1 => Action::Respond(
-                "503 Service Unavailable",
-                "retry-after: 1\r\n",
-                r#"{"error":"overloaded"}"#.to_owned(),
-            ),
-            None => {
-                state.effects += 1;
-                let stored = format!(r#"{{"payment_id":"pay_{}"}}"#, state.effects);
-                state.keys.insert(key, (body, Some(stored)));
-                Action::CommitAndDrop
-            }
-        }
-    };
-    match action {
-        Action::Respond(status, extra, body) => {
-            let _ = respond(&mut socket, status, extra, &body).await;
-        }
-        Action::CommitAndDrop => drop(socket), // committed; the response is lost
-    }
-}
-
-async fn respond(
-    socket: &mut TcpStream,
-    status: &str,
-    extra_headers: &str,
-    body: &str,
-) -> std::io::Result<()> {
-    let response = format!(
-        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n{extra_headers}\r\n{body}",
-        body.len()
-    );
-    socket.write_all(response.as_bytes()).await?;
-    socket.shutdown().await
-}
-
-/// Reads one request head and its Content-Length body.
-async fn read_request(socket: &mut TcpStream) -> Option<(String, String)> {
-    let mut buffer = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        let n = socket.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buffer.extend_from_slice(&chunk[..n]);
-        let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") else {
-            if buffer.len() > 64 * 1024 {
-                return None;
-            }
-            continue;
-        };
-        let head = String::from_utf8_lossy(&buffer[..end]).into_owned();
-        let length: usize = head
-            .lines()
-            .find_map(|line| {
-                let (name, value) = line.split_once(':')?;
-                name.eq_ignore_ascii_case("content-length")
-                    .then(|| value.trim().parse().ok())?
-            })
-            .unwrap_or(0);
-        while buffer.len() < end + 4 + length {
-            let n = socket.read(&mut chunk).await.ok()?;
-            if n == 0 {
-                return None;
-            }
-            buffer.extend_from_slice(&chunk[..n]);
-        }
-        let body = String::from_utf8_lossy(&buffer[end + 4..end + 4 + length]).into_owned();
-        return Some((head, body));
     }
 }

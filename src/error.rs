@@ -262,12 +262,15 @@ impl GiveUpContext {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let inner = &self.inner;
-        let attempts = self.attempts();
+        let attempts = match self.attempts() {
+            1 => "1 attempt".to_owned(),
+            n => format!("{n} attempts"),
+        };
         match inner.reason {
-            GiveUpReason::AttemptsExhausted => write!(f, "gave up after {attempts} attempts")?,
+            GiveUpReason::AttemptsExhausted => write!(f, "gave up after {attempts}")?,
             GiveUpReason::DeadlineExceeded => write!(
                 f,
-                "deadline exceeded after {attempts} attempts in {:?}",
+                "deadline exceeded after {attempts} in {:?}",
                 inner.elapsed
             )?,
             GiveUpReason::RetryAfterBeyondCeiling => write!(
@@ -280,15 +283,13 @@ impl fmt::Display for Error {
                 "server asked to retry after {:?}, beyond the deadline",
                 inner.retry_after.unwrap_or_default()
             )?,
-            GiveUpReason::BudgetExhausted => {
-                write!(f, "retry budget exhausted after {attempts} attempts")?
-            }
+            GiveUpReason::BudgetExhausted => write!(f, "retry budget exhausted after {attempts}")?,
             GiveUpReason::BodyNotReplayable => write!(
                 f,
                 "attempt failed and the streamed body cannot be sent again"
             )?,
             GiveUpReason::NotRetryable => {
-                write!(f, "attempt {attempts} failed and is not retryable")?
+                write!(f, "failed after {attempts} and is not retryable")?
             }
             GiveUpReason::InvalidRequest => match &inner.invalid_key {
                 Some(key_error) => write!(f, "invalid request: {key_error}")?,

@@ -45,6 +45,7 @@ pub(crate) trait Transport: Send {
 pub(crate) enum TransportError {
     Reqwest(reqwest::Error),
     /// An error from another middleware further down the chain: never retried.
+    #[cfg_attr(not(feature = "middleware"), allow(dead_code))]
     Other(BoxError),
 }
 
@@ -166,6 +167,7 @@ impl<T: Transport> Intent<'_, T> {
                 let _entered = attempt_span.enter();
                 classify(policy, &method, &url, attempt, keyed, &result)
             };
+            drop(attempt_span); // the attempt span ends here, not after the pause
             if verdict.may_have_applied() {
                 state.may_have_applied = true;
             }
