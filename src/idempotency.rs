@@ -64,10 +64,24 @@ impl IdempotencyKey {
         &self.0
     }
 
-    /// A short prefix that is safe to log (at most 8 characters followed by `…`).
+    /// A short prefix that is safe to log: at most 8 characters and never more
+    /// than half the key, followed by `…` (so even a short key is never shown whole).
     pub fn redacted(&self) -> String {
-        let prefix: String = self.0.chars().take(8).collect();
+        let shown = (self.0.chars().count() / 2).min(8);
+        let prefix: String = self.0.chars().take(shown).collect();
         format!("{prefix}…")
+    }
+
+    /// Reads a key header set by hand: in the sf-string format a quoted value is
+    /// unquoted first, so that resending the exact header value sent before is the
+    /// same intent, not a key wrapped in quotes twice.
+    pub(crate) fn from_header(value: &[u8], format: KeyFormat) -> Result<Self, InvalidKey> {
+        let text = String::from_utf8_lossy(value);
+        let unquoted = match format {
+            KeyFormat::SfString => unquote_sf_string(&text),
+            KeyFormat::Token => None,
+        };
+        Self::new(unquoted.unwrap_or_else(|| text.into_owned()))
     }
 
     /// The header value for this key in the given wire format.
@@ -90,6 +104,25 @@ impl IdempotencyKey {
         // `new` admits printable ASCII only, so both forms are valid header values.
         HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static(""))
     }
+}
+
+/// The content of a Structured Field string (RFC 8941 §3.3.3), or `None` when the
+/// value is not one.
+fn unquote_sf_string(value: &str) -> Option<String> {
+    let inner = value.strip_prefix('"')?.strip_suffix('"')?;
+    let mut unquoted = String::with_capacity(inner.len());
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next()? {
+                escaped @ ('"' | '\\') => unquoted.push(escaped),
+                _ => return None,
+            },
+            '"' => return None,
+            c => unquoted.push(c),
+        }
+    }
+    Some(unquoted)
 }
 
 impl fmt::Debug for IdempotencyKey {
@@ -122,7 +155,7 @@ impl KeyChoice {
             Self::Off => Ok(None),
             Self::Policy => match request.headers().get(&policy.key_header) {
                 // A key header set by hand is the caller's key.
-                Some(value) => IdempotencyKey::new(String::from_utf8_lossy(value.as_bytes()))
+                Some(value) => IdempotencyKey::from_header(value.as_bytes(), policy.key_format)
                     .map(Some)
                     .map_err(crate::Error::invalid_key),
                 None if policy.generates_key_for(request.method()) => {
@@ -226,6 +259,26 @@ mod tests {
             IdempotencyKey::new(" k"),
             Err(InvalidKey::SurroundingWhitespace)
         );
+    }
+
+    #[test]
+    fn a_hand_set_sf_string_header_is_unquoted() {
+        let quoted = br#""order-\"77\"""#;
+        let key = IdempotencyKey::from_header(quoted, KeyFormat::SfString).unwrap();
+        assert_eq!(key.as_str(), r#"order-"77""#);
+        assert_eq!(key.header_value(KeyFormat::SfString).as_bytes(), quoted);
+        let bare = IdempotencyKey::from_header(b"order-77", KeyFormat::SfString).unwrap();
+        assert_eq!(bare.as_str(), "order-77");
+        let token = IdempotencyKey::from_header(br#""q""#, KeyFormat::Token).unwrap();
+        assert_eq!(token.as_str(), r#""q""#);
+    }
+
+    #[test]
+    fn short_keys_are_never_shown_whole() {
+        for key in ["a", "ab", "abcdefgh", "abcdefghi"] {
+            let shown = IdempotencyKey::new(key).unwrap().redacted();
+            assert!(!shown.contains(key), "{key} -> {shown}");
+        }
     }
 
     #[test]

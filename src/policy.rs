@@ -138,6 +138,26 @@ impl RetryPolicy {
         self.inner.key_format
     }
 
+    /// Whether a 409 on a keyed request is retried.
+    pub fn retry_conflict_when_keyed(&self) -> bool {
+        self.inner.retry_conflict_when_keyed
+    }
+
+    /// Which requests get a generated key.
+    pub fn key_attachment(&self) -> KeyAttachment {
+        self.inner.key_attachment
+    }
+
+    /// The server retry-hint header, if one is configured.
+    pub fn server_hint_header(&self) -> Option<&HeaderName> {
+        self.inner.server_hint_header.as_ref()
+    }
+
+    /// Whether the jitter is seeded (repeatable).
+    pub fn is_seeded(&self) -> bool {
+        self.inner.seeded_rng.is_some()
+    }
+
     /// Whether a key is generated for this method when the caller gave none.
     pub fn generates_key_for(&self, method: &Method) -> bool {
         self.inner.generates_key_for(method)

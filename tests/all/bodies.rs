@@ -4,7 +4,7 @@ use bytes::Bytes;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::support::{client, received, Sequence};
+use crate::support::{client, fail_then_ok, received};
 
 #[tokio::test]
 async fn a_streamed_body_is_sent_once_and_never_replayed() {
@@ -57,7 +57,7 @@ async fn a_streamed_body_that_succeeds_is_fine() {
 async fn a_json_body_is_identical_on_every_attempt() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(Sequence::fail_then_ok(502, 2))
+        .respond_with(fail_then_ok(502, 2))
         .mount(&server)
         .await;
     let (client, _) = client();
@@ -81,7 +81,7 @@ async fn a_body_factory_makes_a_complete_identical_stream_for_every_attempt() {
 
     let server = MockServer::start().await;
     Mock::given(method("PUT"))
-        .respond_with(Sequence::fail_then_ok(503, 2))
+        .respond_with(fail_then_ok(503, 2))
         .expect(3)
         .mount(&server)
         .await;

@@ -85,7 +85,7 @@ async fn per_host_budgets_keep_a_sick_host_from_draining_the_others() {
     let listener = TcpListener::bind("127.0.0.2:0").expect("bind 127.0.0.2");
     let healthy_then_flaky = MockServer::builder().listener(listener).start().await;
     Mock::given(method("GET"))
-        .respond_with(crate::support::Sequence::fail_then_ok(503, 1))
+        .respond_with(crate::support::fail_then_ok(503, 1))
         .mount(&healthy_then_flaky)
         .await;
 

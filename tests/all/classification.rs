@@ -6,14 +6,14 @@ use reqwest_resilience::{
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::support::{client, client_with, received, single_key, Sequence};
+use crate::support::{client, client_with, fail_then_ok, received, single_key, Scripted};
 
 #[tokio::test]
 async fn each_transient_status_is_retried() {
     for status in [408, 429, 502, 503, 504] {
         let server = MockServer::start().await;
         Mock::given(method("GET"))
-            .respond_with(Sequence::fail_then_ok(status, 1))
+            .respond_with(fail_then_ok(status, 1))
             .expect(2)
             .mount(&server)
             .await;
@@ -45,7 +45,7 @@ async fn client_errors_and_500_are_returned_at_once() {
 async fn status_500_is_opt_in() {
     let server = MockServer::start().await;
     Mock::given(method("GET"))
-        .respond_with(Sequence::fail_then_ok(500, 1))
+        .respond_with(fail_then_ok(500, 1))
         .expect(2)
         .mount(&server)
         .await;
@@ -58,7 +58,7 @@ async fn status_500_is_opt_in() {
 async fn conflict_on_a_keyed_request_is_waited_out_with_the_same_key() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(Sequence::new(vec![
+        .respond_with(Scripted::new(vec![
             ResponseTemplate::new(409),
             ResponseTemplate::new(409),
             ResponseTemplate::new(201).set_body_string(r#"{"payment_id":1}"#),
@@ -129,7 +129,7 @@ async fn post_without_key_is_not_retried_after_a_response() {
 async fn a_user_classifier_decides_first_but_cannot_make_unkeyed_posts_retryable() {
     let server = MockServer::start().await;
     Mock::given(method("GET"))
-        .respond_with(Sequence::new(vec![
+        .respond_with(Scripted::new(vec![
             ResponseTemplate::new(500),
             ResponseTemplate::new(503),
             ResponseTemplate::new(200),
@@ -215,7 +215,7 @@ async fn a_gateway_error_leaves_the_outcome_unknown() {
 async fn the_attempt_log_is_on_the_successful_response() {
     let server = MockServer::start().await;
     Mock::given(method("GET"))
-        .respond_with(Sequence::fail_then_ok(429, 1))
+        .respond_with(fail_then_ok(429, 1))
         .mount(&server)
         .await;
     let (client, _) = client();

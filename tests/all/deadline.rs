@@ -6,7 +6,7 @@ use reqwest_resilience::{Backoff, ResilientClient, RetryPolicy};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::support::{client_with, received, Sequence, MS};
+use crate::support::{client_with, received, Scripted, MS};
 
 #[tokio::test]
 async fn the_deadline_holds_against_a_slow_server() {
@@ -45,7 +45,7 @@ async fn the_deadline_holds_against_a_slow_server() {
 async fn a_slow_attempt_times_out_and_the_retry_succeeds() {
     let server = MockServer::start().await;
     Mock::given(method("GET"))
-        .respond_with(Sequence::new(vec![
+        .respond_with(Scripted::new(vec![
             ResponseTemplate::new(200).set_delay(Duration::from_secs(5)),
             ResponseTemplate::new(200).set_body_string("fast"),
         ]))

@@ -5,7 +5,8 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::support::{
-    assert_distinct_request_ids, client, client_with, header_values, received, single_key, Sequence,
+    assert_distinct_request_ids, client, client_with, fail_then_ok, header_values, received,
+    single_key,
 };
 
 #[tokio::test]
@@ -13,7 +14,7 @@ async fn same_key_on_every_attempt_and_a_fresh_request_id_each() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/payments"))
-        .respond_with(Sequence::fail_then_ok(503, 2))
+        .respond_with(fail_then_ok(503, 2))
         .expect(3)
         .mount(&server)
         .await;
@@ -40,7 +41,7 @@ async fn same_key_on_every_attempt_and_a_fresh_request_id_each() {
 async fn caller_supplied_key_is_sent_verbatim_on_every_attempt() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(Sequence::fail_then_ok(502, 1))
+        .respond_with(fail_then_ok(502, 1))
         .expect(2)
         .mount(&server)
         .await;
@@ -140,7 +141,7 @@ async fn sf_string_format_and_custom_header_names() {
 async fn a_key_header_set_by_hand_is_the_callers_key() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(Sequence::fail_then_ok(503, 1))
+        .respond_with(fail_then_ok(503, 1))
         .mount(&server)
         .await;
     let (client, _) = client();

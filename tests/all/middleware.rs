@@ -10,7 +10,7 @@ use reqwest_resilience::{IntentOptions, ResilienceMiddleware, ResilientClient, R
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::support::{assert_distinct_request_ids, policy, received, single_key, Sequence};
+use crate::support::{assert_distinct_request_ids, fail_then_ok, policy, received, single_key};
 
 /// Counts the requests that pass through it (a per-attempt middleware).
 #[derive(Clone, Default)]
@@ -44,7 +44,7 @@ fn chain(counter: &Counter, twice: bool) -> ClientWithMiddleware {
 async fn the_middleware_retries_a_keyed_post_with_one_key_and_fresh_request_ids() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(Sequence::fail_then_ok(503, 2))
+        .respond_with(fail_then_ok(503, 2))
         .expect(3)
         .mount(&server)
         .await;
@@ -97,7 +97,7 @@ async fn two_resilience_middlewares_do_not_stack_retries() {
 async fn intent_options_set_the_key_and_the_deadline() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(Sequence::fail_then_ok(502, 1))
+        .respond_with(fail_then_ok(502, 1))
         .mount(&server)
         .await;
     let counter = Counter::default();

@@ -7,7 +7,7 @@ use reqwest_resilience::{DelayReason, ResilientClient, RetryPolicy};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::support::{client, client_with, received, Sequence};
+use crate::support::{client, client_with, received, Scripted};
 
 fn imf_fixdate(at: SystemTime) -> String {
     // Independent of the crate: format with httpdate's well-known layout by hand.
@@ -37,7 +37,7 @@ fn imf_fixdate(at: SystemTime) -> String {
 async fn server_with(first: ResponseTemplate) -> MockServer {
     let server = MockServer::start().await;
     Mock::given(method("GET"))
-        .respond_with(Sequence::new(vec![first, ResponseTemplate::new(200)]))
+        .respond_with(Scripted::new(vec![first, ResponseTemplate::new(200)]))
         .mount(&server)
         .await;
     server

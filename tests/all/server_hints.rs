@@ -8,7 +8,7 @@ use crate::support::{client_with, received};
 async fn server_answering(first: ResponseTemplate) -> MockServer {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(crate::support::Sequence::new(vec![
+        .respond_with(crate::support::Scripted::new(vec![
             first,
             ResponseTemplate::new(200),
         ]))

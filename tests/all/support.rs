@@ -12,11 +12,16 @@ use reqwest_resilience::{
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
-use wiremock::{Request, Respond, ResponseTemplate};
+use wiremock::{Request, ResponseTemplate};
+
+pub use reqwest_resilience::testing::{
+    assert_distinct_request_ids, assert_same_idempotency_key as single_key, FailTimes, Scripted,
+};
 
 pub const MS: Duration = Duration::from_millis(1);
 
-/// A policy for tests: instant recorded sleeps, seeded jitter, no budget limit.
+/// A policy for tests: instant recorded sleeps, seeded jitter, no budget limit
+/// (like `testing::test_policy`, with the backoff the assertions here expect).
 pub fn policy(sleeper: &RecordingSleeper) -> RetryPolicyBuilder {
     RetryPolicy::builder()
         .sleeper(sleeper.clone())
@@ -41,34 +46,10 @@ pub fn client() -> (ResilientClient, RecordingSleeper) {
     client_with(|policy| policy)
 }
 
-/// Serves the templates in order, then repeats the last one.
-pub struct Sequence {
-    templates: Vec<ResponseTemplate>,
-    served: AtomicUsize,
-}
-
-impl Sequence {
-    pub fn new(templates: Vec<ResponseTemplate>) -> Self {
-        assert!(!templates.is_empty());
-        Self {
-            templates,
-            served: AtomicUsize::new(0),
-        }
-    }
-
-    /// `failures` responses with `status`, then 200 forever.
-    pub fn fail_then_ok(status: u16, failures: usize) -> Self {
-        let mut templates = vec![ResponseTemplate::new(status); failures];
-        templates.push(ResponseTemplate::new(200).set_body_string("ok"));
-        Self::new(templates)
-    }
-}
-
-impl Respond for Sequence {
-    fn respond(&self, _: &Request) -> ResponseTemplate {
-        let index = self.served.fetch_add(1, Ordering::SeqCst);
-        self.templates[index.min(self.templates.len() - 1)].clone()
-    }
+/// `failures` responses with `status`, then `200 ok` forever.
+pub fn fail_then_ok(status: u16, failures: usize) -> FailTimes {
+    FailTimes::new(failures, ResponseTemplate::new(status))
+        .then(ResponseTemplate::new(200).set_body_string("ok"))
 }
 
 /// The values of `name` on each received request (None where absent).
@@ -82,30 +63,6 @@ pub fn header_values(requests: &[Request], name: &str) -> Vec<Option<String>> {
                 .map(|value| value.to_str().expect("ascii header").to_owned())
         })
         .collect()
-}
-
-/// Asserts that every attempt carried the same key and returns it.
-pub fn single_key(requests: &[Request]) -> String {
-    let keys = header_values(requests, "idempotency-key");
-    let first = keys[0].clone().expect("first attempt carries a key");
-    assert!(
-        keys.iter()
-            .all(|key| key.as_deref() == Some(first.as_str())),
-        "keys differ across attempts: {keys:?}"
-    );
-    first
-}
-
-/// Asserts that every attempt carried a distinct request id.
-pub fn assert_distinct_request_ids(requests: &[Request]) {
-    let ids: Vec<String> = header_values(requests, "x-request-id")
-        .into_iter()
-        .map(|id| id.expect("every attempt carries a request id"))
-        .collect();
-    let mut unique = ids.clone();
-    unique.sort();
-    unique.dedup();
-    assert_eq!(unique.len(), ids.len(), "request ids repeat: {ids:?}");
 }
 
 pub async fn received(server: &wiremock::MockServer) -> Vec<Request> {

@@ -8,7 +8,7 @@ use tracing_subscriber::fmt::MakeWriter;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer};
 
-use crate::support::{client, received, single_key, Sequence};
+use crate::support::{client, fail_then_ok, received, single_key};
 
 #[derive(Clone, Default)]
 struct Captured(Arc<Mutex<Vec<u8>>>);
@@ -34,7 +34,7 @@ impl<'a> MakeWriter<'a> for Captured {
 async fn spans_use_otel_names_and_never_log_the_key_the_token_or_the_body() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(Sequence::fail_then_ok(503, 1))
+        .respond_with(fail_then_ok(503, 1))
         .mount(&server)
         .await;
     let captured = Captured::default();

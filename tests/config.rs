@@ -1,0 +1,631 @@
+//! `RetryPolicyConfig`: policies from TOML, JSON and environment variables, and
+//! errors that name the setting to fix.
+
+#![cfg(feature = "serde")]
+
+use std::time::{Duration, Instant};
+
+use http::Method;
+use reqwest_resilience::{
+    Backoff, BuildError, ConfigError, KeyFormat, RetryPolicy, RetryPolicyConfig,
+};
+
+const MS: Duration = Duration::from_millis(1);
+const S: Duration = Duration::from_secs(1);
+
+fn toml_config(text: &str) -> RetryPolicyConfig {
+    toml::from_str(text).unwrap_or_else(|e| panic!("valid TOML config: {e}"))
+}
+
+fn toml_error(text: &str) -> ConfigError {
+    toml_config(text)
+        .build()
+        .expect_err("the policy is rejected")
+}
+
+fn vars(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+        .collect()
+}
+
+/// Asserts that `error` names `field`, both in `field()` and in its message.
+#[track_caller]
+fn assert_names(error: &ConfigError, field: &str) {
+    assert_eq!(error.field(), Some(field), "{error}");
+    assert!(
+        error.to_string().contains(field),
+        "{field:?} not in the message {error}"
+    );
+}
+
+const FULL_TOML: &str = r#"
+max_attempts = 4
+deadline = "5s"
+attempt_timeout = "1.5s"
+retry_after_ceiling = "20s"
+transient_statuses = [429, 500, 503]
+retry_conflict_when_keyed = false
+key_attachment = "always"
+key_format = "sf_string"
+key_header = "X-Idempotency-Key"
+request_id_header = "X-Correlation-Id"
+server_hint_header = "Stripe-Should-Retry"
+rng_seed = 7
+
+[backoff]
+strategy = "decorrelated_jitter"
+base = "50ms"
+cap = "1s"
+
+[budget]
+ratio = 0.2
+window = "30s"
+reserve = 5
+per_host = true
+"#;
+
+fn assert_full_policy(policy: &RetryPolicy) {
+    assert_eq!(policy.max_attempts(), 4);
+    assert_eq!(
+        policy.backoff(),
+        Backoff::decorrelated_jitter(50 * MS, 1000 * MS)
+    );
+    assert_eq!(policy.deadline(), Some(5 * S));
+    assert_eq!(policy.attempt_timeout(), Some(1500 * MS));
+    assert_eq!(policy.retry_after_ceiling(), 20 * S);
+    assert_eq!(
+        policy.transient_statuses().iter().collect::<Vec<_>>(),
+        vec![429, 500, 503]
+    );
+    assert!(
+        policy.generates_key_for(&Method::GET),
+        "key_attachment = always"
+    );
+    assert_eq!(policy.key_format(), KeyFormat::SfString);
+    assert_eq!(policy.key_header().as_str(), "x-idempotency-key");
+    assert_eq!(
+        policy.server_hint_header().map(|h| h.as_str()),
+        Some("stripe-should-retry")
+    );
+    assert_eq!(policy.request_id_header().as_str(), "x-correlation-id");
+    assert_eq!(policy.budget().ratio(), 0.2);
+    assert_eq!(policy.budget().window(), 30 * S);
+    assert_eq!(policy.budget().reserve(), 5);
+    assert!(policy.budget().is_per_host());
+    assert!(!policy.retry_conflict_when_keyed());
+    assert_eq!(
+        policy.key_attachment(),
+        reqwest_resilience::KeyAttachment::Always
+    );
+    assert!(policy.is_seeded());
+}
+
+#[test]
+fn a_toml_file_becomes_the_policy_it_describes() {
+    assert_full_policy(&toml_config(FULL_TOML).build().unwrap());
+}
+
+#[test]
+fn a_json_file_becomes_the_policy_it_describes() {
+    let json = r#"{
+        "max_attempts": 4,
+        "deadline": "5s",
+        "attempt_timeout": "1.5s",
+        "retry_after_ceiling": "20s",
+        "transient_statuses": [429, 500, 503],
+        "retry_conflict_when_keyed": false,
+        "key_attachment": "always",
+        "key_format": "sf_string",
+        "key_header": "X-Idempotency-Key",
+        "request_id_header": "X-Correlation-Id",
+        "server_hint_header": "Stripe-Should-Retry",
+        "rng_seed": 7,
+        "backoff": { "strategy": "decorrelated_jitter", "base": "50ms", "cap": "1s" },
+        "budget": { "ratio": 0.2, "window": "30s", "reserve": 5, "per_host": true }
+    }"#;
+    let config: RetryPolicyConfig = serde_json::from_str(json).unwrap();
+    assert_eq!(config, toml_config(FULL_TOML));
+    assert_full_policy(&config.build().unwrap());
+}
+
+#[test]
+fn an_empty_config_is_the_default_policy() {
+    let from_toml = toml_config("");
+    let from_json: RetryPolicyConfig = serde_json::from_str("{}").unwrap();
+    assert_eq!(from_toml, RetryPolicyConfig::default());
+    assert_eq!(from_json, RetryPolicyConfig::default());
+    assert_eq!(
+        RetryPolicyConfig::from_env_vars("RETRY", Vec::new()).unwrap(),
+        RetryPolicyConfig::default()
+    );
+
+    let policy = RetryPolicyConfig::default().build().unwrap();
+    let default = RetryPolicy::default();
+    assert_eq!(policy.max_attempts(), default.max_attempts());
+    assert_eq!(policy.backoff(), default.backoff());
+    assert_eq!(policy.deadline(), default.deadline());
+    assert_eq!(policy.attempt_timeout(), default.attempt_timeout());
+    assert_eq!(policy.retry_after_ceiling(), default.retry_after_ceiling());
+    assert_eq!(policy.transient_statuses(), default.transient_statuses());
+    assert_eq!(policy.key_format(), default.key_format());
+    assert_eq!(policy.key_header(), default.key_header());
+    assert_eq!(policy.request_id_header(), default.request_id_header());
+    assert_eq!(policy.budget().ratio(), default.budget().ratio());
+    assert_eq!(policy.budget().window(), default.budget().window());
+    assert_eq!(policy.budget().reserve(), default.budget().reserve());
+    assert_eq!(
+        policy.budget().is_per_host(),
+        default.budget().is_per_host()
+    );
+    for method in [Method::GET, Method::POST, Method::PUT, Method::PATCH] {
+        assert_eq!(
+            policy.generates_key_for(&method),
+            default.generates_key_for(&method)
+        );
+    }
+    assert_eq!(format!("{policy:?}"), format!("{default:?}"));
+}
+
+#[test]
+fn only_the_settings_given_change() {
+    let policy = toml_config("max_attempts = 5").build().unwrap();
+    let default = RetryPolicy::default();
+    assert_eq!(policy.max_attempts(), 5);
+    assert_eq!(policy.backoff(), default.backoff());
+    assert_eq!(policy.deadline(), default.deadline());
+    // A shorter deadline shrinks the default attempt timeout, as in the builder.
+    let policy = toml_config(r#"deadline = "4s""#).build().unwrap();
+    assert_eq!(policy.attempt_timeout(), Some(4 * S));
+}
+
+#[test]
+fn every_duration_form() {
+    let cases = [
+        ("250ms", 250 * MS),
+        ("2s", 2 * S),
+        ("1.5s", 1500 * MS),
+        ("1m", 60 * S),
+        ("1m30s", 90 * S),
+        ("500us", Duration::from_micros(500)),
+        ("500µs", Duration::from_micros(500)),
+        ("10ns", Duration::from_nanos(10)),
+        ("1h", 3600 * S),
+        ("1h 2m 3.5s", Duration::from_millis(3_723_500)),
+        ("0.25m", 15 * S),
+        ("0", Duration::ZERO),
+    ];
+    for (text, expected) in cases {
+        let config = toml_config(&format!("retry_after_ceiling = {text:?}"));
+        let policy = config.build().unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert_eq!(policy.retry_after_ceiling(), expected, "{text}");
+    }
+}
+
+#[test]
+fn none_disables_the_deadline_and_the_attempt_timeout() {
+    let policy = toml_config(
+        r#"
+        deadline = "none"
+        attempt_timeout = "none"
+        "#,
+    )
+    .build()
+    .unwrap();
+    assert_eq!(policy.deadline(), None);
+    assert_eq!(policy.attempt_timeout(), None);
+    // Without a deadline the default attempt timeout stays 10 s.
+    let policy = toml_config(r#"deadline = "none""#).build().unwrap();
+    assert_eq!(policy.attempt_timeout(), Some(10 * S));
+    // `false` is not a spelling of "none": serde rejects it.
+    let error = toml::from_str::<RetryPolicyConfig>("deadline = false")
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("deadline"), "{error}");
+    assert!(error.contains(r#"or "none" for no limit"#), "{error}");
+}
+
+#[test]
+fn bad_durations_name_the_setting_and_the_value() {
+    let cases = [
+        (
+            "[backoff]\nbase = \"2 parsecs\"",
+            "backoff.base",
+            "unknown unit \"parsecs\"",
+        ),
+        ("[backoff]\ncap = \"\"", "backoff.cap", "empty"),
+        ("deadline = \"-1s\"", "deadline", "negative"),
+        (
+            "attempt_timeout = \"10\"",
+            "attempt_timeout",
+            "missing unit",
+        ),
+        (
+            "retry_after_ceiling = \"1.5.2s\"",
+            "retry_after_ceiling",
+            "missing unit",
+        ),
+        (
+            "retry_after_ceiling = \"99999999999999999999h\"",
+            "retry_after_ceiling",
+            "too large",
+        ),
+        (
+            "[budget]\nwindow = \"ten seconds\"",
+            "budget.window",
+            "expected a number",
+        ),
+        (
+            "[backoff]\nstrategy = \"constant\"\ndelay = \"5 fortnights\"",
+            "backoff.delay",
+            "unknown unit \"fortnights\"",
+        ),
+    ];
+    for (text, field, reason) in cases {
+        let error = toml_error(text);
+        assert_names(&error, field);
+        assert!(
+            matches!(&error, ConfigError::InvalidDuration { .. }),
+            "{error:?}"
+        );
+        let message = error.to_string();
+        assert!(message.contains(reason), "{reason:?} not in {message}");
+    }
+    let error = toml_error("[backoff]\nbase = \"2 parsecs\"");
+    assert_eq!(
+        error.to_string(),
+        r#"backoff.base: invalid duration "2 parsecs": unknown unit "parsecs" (use ns, us, ms, s, m or h)"#
+    );
+    assert!(matches!(
+        &error,
+        ConfigError::InvalidDuration { field, value, .. }
+            if field == "backoff.base" && value == "2 parsecs"
+    ));
+}
+
+#[test]
+fn unknown_settings_are_rejected_by_name() {
+    let error = toml::from_str::<RetryPolicyConfig>("max_attempt = 4").unwrap_err();
+    assert!(error.to_string().contains("max_attempt"), "{error}");
+    let error = toml::from_str::<RetryPolicyConfig>("[backoff]\njitter = true").unwrap_err();
+    assert!(error.to_string().contains("jitter"), "{error}");
+    let error =
+        serde_json::from_str::<RetryPolicyConfig>(r#"{"budget": {"ratoi": 0.2}}"#).unwrap_err();
+    assert!(error.to_string().contains("ratoi"), "{error}");
+}
+
+#[test]
+fn bad_enum_values_name_the_setting() {
+    for (text, field, value) in [
+        (
+            "key_attachment = \"sometimes\"",
+            "key_attachment",
+            "sometimes",
+        ),
+        ("key_format = \"quoted\"", "key_format", "quoted"),
+        (
+            "[backoff]\nstrategy = \"fibonacci\"",
+            "backoff.strategy",
+            "fibonacci",
+        ),
+        ("budget = \"plenty\"", "budget", "plenty"),
+    ] {
+        let error = toml::from_str::<RetryPolicyConfig>(text).unwrap_err();
+        let message = error.to_string();
+        assert!(message.contains(field), "{field} not in {message}");
+        assert!(message.contains(value), "{value} not in {message}");
+    }
+    let error = serde_json::from_str::<RetryPolicyConfig>(r#"{"key_format": "quoted"}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.starts_with(
+            "key_format: invalid value \"quoted\", expected one of \"token\", \"sf_string\""
+        ),
+        "{error}"
+    );
+    // Through environment variables the error is a ConfigError naming the variable.
+    let error =
+        RetryPolicyConfig::from_env_vars("RETRY", vars(&[("RETRY_KEY_ATTACHMENT", "sometimes")]))
+            .unwrap_err();
+    assert_names(&error, "RETRY_KEY_ATTACHMENT");
+    assert!(error.to_string().contains("unsafe_methods"), "{error}");
+}
+
+#[test]
+fn invalid_policies_name_the_setting() {
+    let cases: [(&str, &str); 12] = [
+        ("max_attempts = 0", "max_attempts"),
+        ("max_attempts = 51", "max_attempts"),
+        ("[backoff]\nbase = \"3s\"\ncap = \"2s\"", "backoff.base"),
+        ("[backoff]\ncap = \"50ms\"", "backoff.base"),
+        ("[backoff]\nbase = \"0s\"", "backoff.base"),
+        ("[backoff]\ncap = \"2h\"", "backoff.cap"),
+        (
+            "[backoff]\nstrategy = \"constant\"\ndelay = \"2h\"",
+            "backoff.delay",
+        ),
+        ("deadline = \"0s\"", "deadline"),
+        (
+            "deadline = \"1s\"\nattempt_timeout = \"2s\"",
+            "attempt_timeout",
+        ),
+        ("key_header = \"bad header\"", "key_header"),
+        (
+            "request_id_header = \"Idempotency-Key\"",
+            "request_id_header",
+        ),
+        ("[budget]\nratio = 0.0", "budget.ratio"),
+    ];
+    for (text, field) in cases {
+        let error = toml_error(text);
+        assert_names(&error, field);
+        assert!(
+            matches!(&error, ConfigError::Policy { .. }),
+            "{text}: {error:?}"
+        );
+    }
+    let error = toml_error("[budget]\nwindow = \"0s\"");
+    assert_names(&error, "budget.window");
+
+    let error = toml_error("max_attempts = 0");
+    assert_eq!(
+        error,
+        ConfigError::Policy {
+            field: Some("max_attempts"),
+            source: BuildError::MaxAttempts(0),
+        }
+    );
+    assert_eq!(
+        error.to_string(),
+        "max_attempts: max_attempts must be between 1 and 50, got 0"
+    );
+    let source = std::error::Error::source(&error).expect("the builder's error");
+    assert_eq!(source.to_string(), BuildError::MaxAttempts(0).to_string());
+
+    let error = toml_error("deadline = \"1s\"\nattempt_timeout = \"2s\"");
+    assert_eq!(
+        error.to_string(),
+        "attempt_timeout: attempt_timeout 2s is longer than the deadline 1s"
+    );
+}
+
+#[test]
+fn backoff_settings_must_fit_the_strategy() {
+    let cases = [
+        ("[backoff]\ndelay = \"50ms\"", "backoff.delay"),
+        (
+            "[backoff]\nstrategy = \"decorrelated_jitter\"\ndelay = \"50ms\"",
+            "backoff.delay",
+        ),
+        ("[backoff]\nstrategy = \"constant\"", "backoff.delay"),
+        (
+            "[backoff]\nstrategy = \"constant\"\ndelay = \"1s\"\ncap = \"2s\"",
+            "backoff.cap",
+        ),
+        (
+            "[backoff]\nstrategy = \"none\"\nbase = \"1s\"",
+            "backoff.base",
+        ),
+    ];
+    for (text, field) in cases {
+        let error = toml_error(text);
+        assert_names(&error, field);
+        assert!(matches!(&error, ConfigError::Conflict { .. }), "{error:?}");
+    }
+
+    let strategy = |text: &str| toml_config(text).build().unwrap().backoff();
+    assert_eq!(
+        strategy("[backoff]\nstrategy = \"constant\"\ndelay = \"50ms\""),
+        Backoff::constant(50 * MS)
+    );
+    assert_eq!(strategy("[backoff]\nstrategy = \"none\""), Backoff::none());
+    // The strategy defaults to full jitter, base and cap to 100 ms and 2 s.
+    assert_eq!(
+        strategy("[backoff]\nbase = \"10ms\""),
+        Backoff::full_jitter(10 * MS, 2 * S)
+    );
+    assert_eq!(
+        strategy("[backoff]\nstrategy = \"decorrelated_jitter\"\ncap = \"5s\""),
+        Backoff::decorrelated_jitter(100 * MS, 5 * S)
+    );
+    assert_eq!(
+        strategy("backoff = { strategy = \"full_jitter\", base = \"100ms\", cap = \"2s\" }"),
+        Backoff::full_jitter(100 * MS, 2 * S)
+    );
+}
+
+#[test]
+fn status_codes_must_be_http_statuses() {
+    let error = toml_error("transient_statuses = [503, 42]");
+    assert_names(&error, "transient_statuses");
+    assert!(error.to_string().contains("\"42\""), "{error}");
+    let policy = toml_config("transient_statuses = []").build().unwrap();
+    assert_eq!(policy.transient_statuses().iter().count(), 0);
+}
+
+#[test]
+fn an_unlimited_budget() {
+    let policy = toml_config("budget = \"unlimited\"").build().unwrap();
+    assert_eq!(
+        policy.budget().available_at("any", Instant::now()),
+        u64::MAX
+    );
+    let limited = toml_config("[budget]\nreserve = 0").build().unwrap();
+    assert_eq!(limited.budget().available_at("any", Instant::now()), 0);
+    assert_eq!(
+        limited.budget().ratio(),
+        0.1,
+        "unset budget keys keep defaults"
+    );
+}
+
+#[test]
+fn environment_variables_configure_every_setting() {
+    let config = RetryPolicyConfig::from_env_vars(
+        "RETRY",
+        vars(&[
+            ("RETRY_MAX_ATTEMPTS", "4"),
+            ("RETRY_BACKOFF_STRATEGY", "decorrelated_jitter"),
+            ("RETRY_BACKOFF_BASE", "50ms"),
+            ("RETRY_BACKOFF_CAP", "1s"),
+            ("RETRY_DEADLINE", "5s"),
+            ("RETRY_ATTEMPT_TIMEOUT", "1.5s"),
+            ("RETRY_RETRY_AFTER_CEILING", "20s"),
+            ("RETRY_TRANSIENT_STATUSES", "429, 500,503"),
+            ("RETRY_RETRY_CONFLICT_WHEN_KEYED", "false"),
+            ("RETRY_KEY_ATTACHMENT", "always"),
+            ("RETRY_KEY_FORMAT", "sf_string"),
+            ("RETRY_KEY_HEADER", "X-Idempotency-Key"),
+            ("RETRY_REQUEST_ID_HEADER", "X-Correlation-Id"),
+            ("RETRY_SERVER_HINT_HEADER", "Stripe-Should-Retry"),
+            ("RETRY_BUDGET_RATIO", "0.2"),
+            ("RETRY_BUDGET_WINDOW", "30s"),
+            ("RETRY_BUDGET_RESERVE", "5"),
+            ("RETRY_BUDGET_PER_HOST", "true"),
+            ("RETRY_RNG_SEED", "7"),
+            ("PATH", "/usr/bin"),
+            ("RETRYING", "unrelated"),
+        ]),
+    )
+    .unwrap();
+    assert_eq!(config, toml_config(FULL_TOML));
+    assert_full_policy(&config.build().unwrap());
+}
+
+#[test]
+fn environment_prefix_with_or_without_underscore() {
+    let with = RetryPolicyConfig::from_env_vars(
+        "PAYMENTS_RETRY_",
+        vars(&[("PAYMENTS_RETRY_DEADLINE", "none")]),
+    )
+    .unwrap();
+    let without = RetryPolicyConfig::from_env_vars(
+        "PAYMENTS_RETRY",
+        vars(&[("PAYMENTS_RETRY_DEADLINE", "none")]),
+    )
+    .unwrap();
+    assert_eq!(with, without);
+    assert_eq!(with.build().unwrap().deadline(), None);
+}
+
+#[test]
+fn environment_errors_name_the_variable() {
+    let error =
+        RetryPolicyConfig::from_env_vars("RETRY", vars(&[("RETRY_MAX_ATEMPTS", "4")])).unwrap_err();
+    assert_names(&error, "RETRY_MAX_ATEMPTS");
+    assert!(matches!(error, ConfigError::UnknownVariable { .. }));
+    assert!(error.to_string().contains("MAX_ATTEMPTS"), "{error}");
+
+    let cases = [
+        ("RETRY_MAX_ATTEMPTS", "four"),
+        ("RETRY_BACKOFF_BASE", "2 parsecs"),
+        ("RETRY_DEADLINE", ""),
+        ("RETRY_TRANSIENT_STATUSES", "429,abc"),
+        ("RETRY_TRANSIENT_STATUSES", "1000"),
+        ("RETRY_RETRY_CONFLICT_WHEN_KEYED", "maybe"),
+        ("RETRY_BUDGET", "lots"),
+        ("RETRY_BUDGET_RATIO", "a fifth"),
+        ("RETRY_BACKOFF_STRATEGY", "linear"),
+        ("RETRY_RNG_SEED", "-1"),
+    ];
+    for (name, value) in cases {
+        let error =
+            RetryPolicyConfig::from_env_vars("RETRY", vars(&[(name, value)])).expect_err(name);
+        assert_names(&error, name);
+    }
+
+    let error = RetryPolicyConfig::from_env_vars(
+        "RETRY",
+        vars(&[("RETRY_BUDGET_RATIO", "0.2"), ("RETRY_BUDGET", "unlimited")]),
+    )
+    .unwrap_err();
+    assert_names(&error, "RETRY_BUDGET_RATIO");
+    assert!(
+        error.to_string().contains("RETRY_BUDGET is \"unlimited\""),
+        "{error}"
+    );
+
+    // Policy errors after loading name the setting.
+    let config =
+        RetryPolicyConfig::from_env_vars("RETRY", vars(&[("RETRY_MAX_ATTEMPTS", "0")])).unwrap();
+    assert_names(&config.build().unwrap_err(), "max_attempts");
+}
+
+#[test]
+fn environment_special_values() {
+    let config = RetryPolicyConfig::from_env_vars(
+        "RETRY",
+        vars(&[
+            ("RETRY_BUDGET", "unlimited"),
+            ("RETRY_TRANSIENT_STATUSES", ""),
+            ("RETRY_ATTEMPT_TIMEOUT", "NONE"),
+        ]),
+    )
+    .unwrap();
+    let policy = config.build().unwrap();
+    assert_eq!(policy.budget().available_at("h", Instant::now()), u64::MAX);
+    assert_eq!(policy.transient_statuses().iter().count(), 0);
+    assert_eq!(policy.attempt_timeout(), None);
+    assert_eq!(
+        config,
+        toml_config("budget = \"unlimited\"\ntransient_statuses = []\nattempt_timeout = \"NONE\"")
+    );
+}
+
+#[test]
+fn from_env_reads_the_process_environment() {
+    // A prefix no other test or tool uses.
+    std::env::set_var("RRCFGTEST_MAX_ATTEMPTS", "6");
+    std::env::set_var("RRCFGTEST_BACKOFF_STRATEGY", "none");
+    let config = RetryPolicyConfig::from_env("RRCFGTEST").unwrap();
+    let policy = config.build().unwrap();
+    assert_eq!(policy.max_attempts(), 6);
+    assert_eq!(policy.backoff(), Backoff::none());
+}
+
+#[test]
+fn configs_round_trip_through_toml_and_json() {
+    let configs = [
+        toml_config(FULL_TOML),
+        toml_config(""),
+        toml_config("budget = \"unlimited\"\ndeadline = \"none\""),
+        toml_config("[backoff]\nstrategy = \"constant\"\ndelay = \"1m30s\""),
+        toml_config("[budget]\nper_host = true"),
+    ];
+    for config in configs {
+        let text = toml::to_string(&config).unwrap();
+        let back: RetryPolicyConfig =
+            toml::from_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(back, config, "{text}");
+
+        let json = serde_json::to_string(&config).unwrap();
+        let back: RetryPolicyConfig = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, config, "{json}");
+    }
+    // Unset settings are left out rather than written as null.
+    assert_eq!(serde_json::to_string(&toml_config("")).unwrap(), "{}");
+    assert_eq!(
+        serde_json::to_string(&toml_config("budget = \"unlimited\"")).unwrap(),
+        r#"{"budget":"unlimited"}"#
+    );
+}
+
+#[test]
+fn to_builder_lets_code_override_the_configuration() {
+    let config = toml_config("max_attempts = 4\ndeadline = \"5s\"");
+    let policy = config
+        .to_builder()
+        .unwrap()
+        .max_attempts(2)
+        .no_budget()
+        .build()
+        .unwrap();
+    assert_eq!(policy.max_attempts(), 2);
+    assert_eq!(policy.deadline(), Some(5 * S));
+    // to_builder reports what it parses; range checks are the builder's.
+    let error = toml_config("deadline = \"soon\"").to_builder().unwrap_err();
+    assert_names(&error, "deadline");
+    assert!(toml_config("max_attempts = 0").to_builder().is_ok());
+}

@@ -1,0 +1,597 @@
+//! The seeds' scenarios against the reference server, each with the server state it
+//! expects written down before the request is sent.
+
+use std::time::{Duration, Instant};
+
+use reqwest_resilience::{
+    AttemptOutcome, Backoff, KeyFormat, ResilientClient, RetryPolicy, TransportFailure,
+};
+use tokio::task::JoinSet;
+
+use crate::support::{
+    payment, post_payment, read_payment, recording_client, within, Config, Expected, Fault,
+    Handled, ReferenceServer, MS,
+};
+
+const LOST: AttemptOutcome = AttemptOutcome::Failed(TransportFailure::ConnectionLost);
+
+fn status(code: u16) -> AttemptOutcome {
+    AttemptOutcome::Status(http::StatusCode::from_u16(code).unwrap())
+}
+
+fn assert_distinct_request_ids(server: &ReferenceServer, key: &str) {
+    let mut ids: Vec<String> = server
+        .received_with(key)
+        .into_iter()
+        .map(|r| r.request_id.expect("every attempt carries a request id"))
+        .collect();
+    let all = ids.len();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), all, "a request id was reused across attempts");
+}
+
+/// The server commits the payment, then the connection closes with no response:
+/// the client cannot tell this from "never arrived". The retry carries the same
+/// key and gets the stored result: the same id, one effect.
+#[tokio::test]
+async fn lost_response_after_commit_retry_gets_the_same_result_id_and_one_effect() {
+    let server = ReferenceServer::start(Config::default()).await;
+    let key = "order-1842-payment";
+    server.plan(key, [Fault::DropAfterCommit]);
+    // Expected: one payment; two deliveries (the committed one whose response was
+    // lost, and the retry that gets the stored result).
+    let expected = Expected {
+        effects: 1,
+        deliveries: Some(2),
+    };
+    let (client, sleeper) = recording_client(|p| p);
+
+    let response = post_payment(&client, &server, key, &payment(500))
+        .send()
+        .await
+        .expect("the retry gets the stored result");
+
+    let (status_code, id, outcomes) = read_payment(response).await;
+    assert_eq!(status_code, 201);
+    // The client really saw a connection closed with no response.
+    assert_eq!(outcomes, vec![LOST, status(201)]);
+    server.assert_state(key, &expected);
+    let id = id.expect("a result id");
+    assert_eq!(server.result_ids(key), vec![id.clone()]);
+    let received = server.received_with(key);
+    assert_eq!(received[0].handled, Handled::Created(id.clone()));
+    assert!(!received[0].responded, "the first response was lost");
+    assert_eq!(received[1].handled, Handled::Replayed(id));
+    assert_distinct_request_ids(&server, key);
+    assert_eq!(sleeper.delays().len(), 1);
+}
+
+/// Same as above with the key the client generates: both deliveries carry one
+/// UUID v4 the caller never saw.
+#[tokio::test]
+async fn lost_response_with_a_generated_key_is_replayed_not_repeated() {
+    let server = ReferenceServer::start(Config::default()).await;
+    server.script([Fault::DropAfterCommit]);
+    // Expected: one payment, two deliveries with one generated key.
+    let (client, _) = recording_client(|p| p);
+
+    let response = client
+        .post(server.at("/payments"))
+        .bearer_auth("tok_alice")
+        .header("content-type", "application/json")
+        .body(payment(700).to_string())
+        .send()
+        .await
+        .expect("replayed");
+
+    let (status_code, id, outcomes) = read_payment(response).await;
+    assert_eq!((status_code, outcomes), (201, vec![LOST, status(201)]));
+    let received = server.received();
+    assert_eq!(received.len(), 2);
+    let key = received[0].key.clone().expect("a generated key");
+    assert_eq!(received[1].key.as_deref(), Some(key.as_str()));
+    assert_eq!(uuid::Uuid::parse_str(&key).unwrap().get_version_num(), 4);
+    server.assert_state(
+        &key,
+        &Expected {
+            effects: 1,
+            deliveries: Some(2),
+        },
+    );
+    assert_eq!(server.result_ids(&key), vec![id.unwrap()]);
+    assert_eq!(server.effects(), 1);
+}
+
+/// The server commits, then answers too late: the attempt times out (outcome
+/// unknown), the retry gets the stored result.
+#[tokio::test]
+async fn lost_response_by_attempt_timeout_after_commit_is_replayed() {
+    let server = ReferenceServer::start(Config::default()).await;
+    let key = "order-1843-payment";
+    server.plan(key, [Fault::SlowResponse(Duration::from_millis(600))]);
+    // Expected: one payment, two deliveries.
+    let expected = Expected {
+        effects: 1,
+        deliveries: Some(2),
+    };
+    let (client, _) = recording_client(|p| p.attempt_timeout(Duration::from_millis(200)));
+
+    let response = post_payment(&client, &server, key, &payment(500))
+        .send()
+        .await
+        .expect("replayed");
+
+    let (status_code, id, outcomes) = read_payment(response).await;
+    assert_eq!(status_code, 201);
+    assert_eq!(
+        outcomes,
+        vec![
+            AttemptOutcome::Failed(TransportFailure::Timeout),
+            status(201)
+        ]
+    );
+    server.assert_state(key, &expected);
+    let received = server.received_with(key);
+    assert_eq!(received[1].handled, Handled::Replayed(id.unwrap()));
+    server.wait_idle_for(key, Duration::from_secs(2)).await;
+}
+
+/// 100 concurrent sends of one intent (a double-click storm: same caller key, same
+/// body). The first claims the key and is held in progress; the others get 409,
+/// wait it out, and receive the stored result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_100_sends_of_one_intent_make_exactly_one_effect() {
+    let server = ReferenceServer::start(Config::default()).await;
+    let key = "checkout-7f3a-submit";
+    // Whichever request claims the key holds it for 300 ms.
+    server.plan(
+        key,
+        [Fault::HoldInProgress(Duration::from_millis(300)); 100],
+    );
+    // Expected: exactly one payment; every caller sees its id (or a typed error).
+    let expected = Expected {
+        effects: 1,
+        deliveries: None,
+    };
+    let policy = RetryPolicy::builder()
+        .max_attempts(50)
+        .deadline(Duration::from_secs(15))
+        .backoff(Backoff::full_jitter(20 * MS, 100 * MS))
+        .no_budget()
+        .build()
+        .unwrap();
+    let client = ResilientClient::with_policy(policy);
+
+    let mut callers = JoinSet::new();
+    for _ in 0..100 {
+        let request = post_payment(&client, &server, key, &payment(4200));
+        callers.spawn(async move {
+            match request.send().await {
+                Ok(response) => Ok(read_payment(response).await),
+                Err(error) => Err(error),
+            }
+        });
+    }
+    let mut ids = Vec::new();
+    let mut errors = Vec::new();
+    let joined = within(Duration::from_secs(30), "100 callers", async {
+        let mut joined = 0;
+        while let Some(result) = callers.join_next().await {
+            joined += 1;
+            match result.expect("no caller panics") {
+                Ok((201, Some(id), _)) => ids.push(id),
+                Ok(other) => panic!("unexpected final response {other:?}"),
+                Err(error) => errors.push(error),
+            }
+        }
+        joined
+    })
+    .await;
+
+    assert_eq!(joined, 100);
+    server.wait_idle(Duration::from_secs(2)).await;
+    server.assert_state(key, &expected);
+    let stored = server.result_ids(key);
+    assert!(
+        ids.iter().all(|id| *id == stored[0]),
+        "{ids:?} vs {stored:?}"
+    );
+    for error in &errors {
+        // Allowed, but typed, with the key to reconcile with.
+        assert_eq!(error.idempotency_key().map(|k| k.as_str()), Some(key));
+    }
+    assert!(
+        errors.len() <= 5,
+        "most callers wait the 409s out: {errors:?}"
+    );
+    let log = server.received_with(key);
+    let count = |wanted: fn(&Handled) -> bool| log.iter().filter(|r| wanted(&r.handled)).count();
+    assert_eq!(count(|h| matches!(h, Handled::Created(_))), 1);
+    assert!(
+        count(|h| *h == Handled::InProgress409) > 0,
+        "duplicates arrived while the first was in progress"
+    );
+    assert_eq!(count(|h| matches!(h, Handled::Replayed(_))), ids.len() - 1);
+    assert_eq!(count(|h| *h == Handled::Mismatch422), 0);
+}
+
+/// A single intent whose first attempt timed out while the server still holds the
+/// key: the retries get 409 until the effect commits, then the stored result.
+#[tokio::test]
+async fn concurrent_retry_of_a_timed_out_attempt_waits_out_409_then_gets_the_result() {
+    let server = ReferenceServer::start(Config::default()).await;
+    let key = "order-1844-payment";
+    server.plan(key, [Fault::HoldInProgress(Duration::from_millis(500))]);
+    // Expected: one payment; at least 3 deliveries (timeout, ≥1 × 409, replay).
+    let policy = RetryPolicy::builder()
+        .max_attempts(30)
+        .attempt_timeout(Duration::from_millis(150))
+        .deadline(Duration::from_secs(5))
+        .backoff(Backoff::constant(50 * MS))
+        .no_budget()
+        .build()
+        .unwrap();
+    let client = ResilientClient::with_policy(policy);
+
+    let response = post_payment(&client, &server, key, &payment(500))
+        .send()
+        .await
+        .expect("replayed after the hold");
+
+    let (status_code, id, outcomes) = read_payment(response).await;
+    assert_eq!(status_code, 201);
+    assert_eq!(
+        outcomes[0],
+        AttemptOutcome::Failed(TransportFailure::Timeout)
+    );
+    assert!(outcomes.contains(&status(409)), "{outcomes:?}");
+    assert_eq!(*outcomes.last().unwrap(), status(201));
+    server.assert_state(
+        key,
+        &Expected {
+            effects: 1,
+            deliveries: Some(outcomes.len()),
+        },
+    );
+    assert_eq!(server.result_ids(key), vec![id.unwrap()]);
+}
+
+/// Same key, different payload: 422 before any effect, returned at once as
+/// `Ok(response)` after one request. Same payload with another key order and
+/// whitespace is the same intent (replay).
+#[tokio::test]
+async fn payload_mismatch_same_key_different_payload_is_refused_with_422_and_no_effect() {
+    let server = ReferenceServer::start(Config::default()).await;
+    let key = "order-1845-payment";
+    let (client, sleeper) = recording_client(|p| p);
+
+    // Expected after the first send: one payment, one delivery.
+    let first = post_payment(&client, &server, key, &payment(500))
+        .send()
+        .await
+        .unwrap();
+    let (code, id, _) = read_payment(first).await;
+    assert_eq!(code, 201);
+    let id = id.unwrap();
+    server.assert_state(
+        key,
+        &Expected {
+            effects: 1,
+            deliveries: Some(1),
+        },
+    );
+
+    // Expected: still one payment, two deliveries; the same id replayed.
+    let reordered = client
+        .post(server.at("/payments"))
+        .bearer_auth("tok_alice")
+        .idempotency_key(key)
+        .body("{ \"customer\": \"cus_42\",\n  \"currency\": \"EUR\", \"amount\": 500 }")
+        .send()
+        .await
+        .unwrap();
+    let (code, replayed, _) = read_payment(reordered).await;
+    assert_eq!((code, replayed.as_deref()), (201, Some(id.as_str())));
+    server.assert_state(
+        key,
+        &Expected {
+            effects: 1,
+            deliveries: Some(2),
+        },
+    );
+
+    // Expected: still one payment, three deliveries; 422 after one attempt.
+    let started = Instant::now();
+    let mismatch = post_payment(&client, &server, key, &payment(900))
+        .send()
+        .await
+        .expect("422 is a final response, not an error");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_eq!(mismatch.status(), 422);
+    let (_, _, outcomes) = read_payment(mismatch).await;
+    assert_eq!(outcomes, vec![status(422)], "returned at once");
+    assert!(sleeper.delays().is_empty(), "no pause for a 422");
+    server.assert_state(
+        key,
+        &Expected {
+            effects: 1,
+            deliveries: Some(3),
+        },
+    );
+    assert_eq!(server.received_with(key)[2].handled, Handled::Mismatch422);
+    assert_eq!(server.result_ids(key), vec![id]);
+}
+
+/// A different payload arriving while the first is still in progress is a 422 too
+/// (not a 409 to wait out): the mismatch is refused before any effect.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn payload_mismatch_while_in_progress_is_422_not_409() {
+    let server = ReferenceServer::start(Config::default()).await;
+    let key = "order-1846-payment";
+    server.plan(key, [Fault::HoldInProgress(Duration::from_millis(400))]);
+    // Expected: one payment (the first payload), two deliveries.
+    let (client, sleeper) = recording_client(|p| p);
+    let first = tokio::spawn(post_payment(&client, &server, key, &payment(500)).send());
+    crate::support::wait_until("the first to claim the key", Duration::from_secs(5), || {
+        server.is_in_progress(key)
+    })
+    .await;
+
+    let mismatch = post_payment(&client, &server, key, &payment(501))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(mismatch.status(), 422);
+    assert!(sleeper.delays().is_empty());
+    let first = first.await.unwrap().expect("the first completes");
+    assert_eq!(first.status(), 201);
+    server.assert_state(
+        key,
+        &Expected {
+            effects: 1,
+            deliveries: Some(2),
+        },
+    );
+}
+
+/// The transaction fails before commit: 503, nothing stored, the key released.
+/// The retry runs the effect once.
+#[tokio::test]
+async fn rollback_before_commit_then_retry_creates_exactly_one_effect() {
+    let server = ReferenceServer::start(Config::default()).await;
+    let key = "order-1847-payment";
+    server.plan(key, [Fault::RollbackBeforeCommit]);
+    // Expected: one payment, two deliveries (rolled back, created).
+    let expected = Expected {
+        effects: 1,
+        deliveries: Some(2),
+    };
+    let (client, _) = recording_client(|p| p);
+
+    let response = post_payment(&client, &server, key, &payment(500))
+        .send()
+        .await
+        .unwrap();
+
+    let (code, id, outcomes) = read_payment(response).await;
+    assert_eq!(code, 201);
+    assert_eq!(outcomes, vec![status(503), status(201)]);
+    server.assert_state(key, &expected);
+    let received = server.received_with(key);
+    assert_eq!(received[0].handled, Handled::RolledBack503);
+    assert_eq!(received[1].handled, Handled::Created(id.unwrap()));
+}
+
+/// Every attempt rolled back: the intent fails with a *known* outcome (503 says
+/// nothing was done), no effect; a later resend with the same key makes one.
+#[tokio::test]
+async fn rollback_on_every_attempt_is_a_known_outcome_and_a_resend_makes_one_effect() {
+    let server = ReferenceServer::start(Config::default()).await;
+    let key = "order-1848-payment";
+    server.plan(key, [Fault::RollbackBeforeCommit; 3]);
+    // Expected after the intent: no payment, three deliveries.
+    let (client, _) = recording_client(|p| p.max_attempts(3));
+
+    let error = post_payment(&client, &server, key, &payment(500))
+        .send()
+        .await
+        .unwrap_err();
+    assert!(error.is_attempts_exhausted(), "{error}");
+    assert!(!error.is_outcome_unknown(), "503 proves no effect");
+    assert_eq!(error.last_status().map(|s| s.as_u16()), Some(503));
+    server.assert_state(
+        key,
+        &Expected {
+            effects: 0,
+            deliveries: Some(3),
+        },
+    );
+
+    // Expected after the resend: one payment, four deliveries.
+    let again = error.idempotency_key().unwrap().as_str().to_owned();
+    let response = post_payment(&client, &server, &again, &payment(500))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    server.assert_state(
+        key,
+        &Expected {
+            effects: 1,
+            deliveries: Some(4),
+        },
+    );
+}
+
+/// The process dies on receipt (connection closed before anything was done): the
+/// client cannot know, so the outcome is unknown; the retry makes the one effect.
+#[tokio::test]
+async fn rollback_by_crash_before_commit_then_retry_creates_exactly_one_effect() {
+    let server = ReferenceServer::start(Config::default()).await;
+    let key = "order-1849-payment";
+    server.plan(key, [Fault::DropBeforeCommit, Fault::DropBeforeCommit]);
+    // Expected: one payment, three deliveries.
+    let (client, _) = recording_client(|p| p.max_attempts(3));
+
+    let response = post_payment(&client, &server, key, &payment(500))
+        .send()
+        .await
+        .unwrap();
+
+    let (code, _, outcomes) = read_payment(response).await;
+    assert_eq!((code, outcomes), (201, vec![LOST, LOST, status(201)]));
+    server.assert_state(
+        key,
+        &Expected {
+            effects: 1,
+            deliveries: Some(3),
+        },
+    );
+}
+
+/// **Documented limitation.** The server forgets a key after its TTL. A response
+/// lost after commit, retried only after the key expired, is a *new* intent to the
+/// server: a second payment. This is the boundary of deduplication, and the reason
+/// the crate promises at-least-once delivery plus deduplication inside the
+/// server's window, never exactly-once: keep retries (deadline, Retry-After
+/// ceiling, resends of `Error::idempotency_key`) well inside the server's TTL.
+#[tokio::test]
+async fn expired_key_before_the_retry_allows_a_second_effect() {
+    let server = ReferenceServer::start(Config {
+        ttl: Some(Duration::from_millis(50)),
+        ..Config::default()
+    })
+    .await;
+    let key = "order-1850-payment";
+    server.plan(key, [Fault::DropAfterCommit]);
+    // Expected: TWO payments (the lost one and the retry's), two deliveries.
+    let expected = Expected {
+        effects: 2,
+        deliveries: Some(2),
+    };
+    let policy = RetryPolicy::builder()
+        .backoff(Backoff::constant(300 * MS))
+        .no_budget()
+        .build()
+        .unwrap();
+    let client = ResilientClient::with_policy(policy);
+
+    let response = post_payment(&client, &server, key, &payment(500))
+        .send()
+        .await
+        .unwrap();
+
+    let (code, id, outcomes) = read_payment(response).await;
+    assert_eq!((code, outcomes), (201, vec![LOST, status(201)]));
+    server.assert_state(key, &expected);
+    let ids = server.result_ids(key);
+    assert_eq!(ids.len(), 2);
+    assert_eq!(
+        id.as_deref(),
+        Some(ids[1].as_str()),
+        "the caller sees the second"
+    );
+    assert_ne!(ids[0], ids[1]);
+}
+
+/// The server's contract itself: POST without a key is refused (400, not retried).
+#[tokio::test]
+async fn contract_post_without_a_key_is_refused_with_400_and_nothing_stored() {
+    let server = ReferenceServer::start(Config::default()).await;
+    let (client, sleeper) = recording_client(|p| p);
+    let response = client
+        .post(server.at("/payments"))
+        .without_idempotency_key()
+        .body(payment(500).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    assert_eq!(server.effects(), 0);
+    assert_eq!(server.received().len(), 1);
+    assert_eq!(server.received()[0].handled, Handled::MissingKey400);
+    assert!(sleeper.delays().is_empty());
+}
+
+/// The key scope is (client, method, route, key): the same key from another client
+/// or on another route is another intent; from the same client it is a replay.
+#[tokio::test]
+async fn contract_key_scope_is_client_method_route_and_key() {
+    let server = ReferenceServer::start(Config::default()).await;
+    let key = "shared-looking-key-1";
+    let (client, _) = recording_client(|p| p);
+    // Expected: alice/payments, bob/payments, alice/refunds → three effects;
+    // alice/payments again → replay.
+    let mut ids = Vec::new();
+    for (token, route) in [
+        ("tok_alice", "/payments"),
+        ("tok_bob", "/payments"),
+        ("tok_alice", "/refunds"),
+        ("tok_alice", "/payments"),
+    ] {
+        let response = client
+            .post(server.at(route))
+            .bearer_auth(token)
+            .idempotency_key(key)
+            .body(payment(500).to_string())
+            .send()
+            .await
+            .unwrap();
+        let (code, id, _) = read_payment(response).await;
+        assert_eq!(code, 201);
+        ids.push(id.unwrap());
+    }
+    server.assert_state(
+        key,
+        &Expected {
+            effects: 3,
+            deliveries: Some(4),
+        },
+    );
+    assert_eq!(ids[0], ids[3]);
+    assert!(ids[2].starts_with("re_"), "{ids:?}");
+    assert_ne!(ids[0], ids[1]);
+}
+
+/// With the draft's sf-string wire format, the same key written two ways must be
+/// one intent. Here the caller persisted the header value it sent (`"order-77"`,
+/// the wire form) and, after a lost response, resends with that header set by
+/// hand. The crate takes a hand-set header as the caller's key and then encodes it
+/// *again* (`"\"order-77\""`), so the server sees another key and pays twice.
+/// Expected: the hand-set header reaches the server unchanged; one payment.
+#[tokio::test]
+async fn lost_response_resent_with_the_sf_string_header_set_by_hand_is_the_same_intent() {
+    let server = ReferenceServer::start(Config::default()).await;
+    let wire = r#""order-77""#;
+    server.plan(wire, [Fault::DropAfterCommit]);
+    // Expected: one payment in all; the resend is a replay of it.
+    let (client, _) = recording_client(|p| p.key_format(KeyFormat::SfString).max_attempts(1));
+
+    let error = post_payment(&client, &server, "order-77", &payment(500))
+        .send()
+        .await
+        .expect_err("the only attempt's response is lost");
+    assert!(error.is_outcome_unknown());
+    assert_eq!(server.received()[0].key.as_deref(), Some(wire));
+    assert_eq!(server.effects(), 1);
+
+    // The resend, with the header value persisted from the first send.
+    let response = client
+        .post(server.at("/payments"))
+        .bearer_auth("tok_alice")
+        .header("Idempotency-Key", wire)
+        .body(payment(500).to_string())
+        .send()
+        .await
+        .unwrap();
+    let (code, id, _) = read_payment(response).await;
+    assert_eq!(code, 201);
+    assert_eq!(
+        server.received()[1].key.as_deref(),
+        Some(wire),
+        "a key header set by hand must reach the server as set"
+    );
+    assert_eq!(server.effects(), 1, "the resend paid a second time");
+    assert_eq!(server.result_ids(wire), vec![id.unwrap()]);
+}
