@@ -111,7 +111,10 @@ impl<T: Transport> Intent<'_, T> {
         }
         let per_attempt_timeout = request.timeout().copied().or(policy.attempt_timeout);
         // A streamed body is consumed by its one and only send; a factory makes a
-        // fresh one for every attempt.
+        // fresh one for every attempt (and replaces any body set by hand).
+        if body_factory.is_some() {
+            *request.body_mut() = None;
+        }
         let replayable =
             body_factory.is_some() || request.body().is_none_or(|body| body.as_bytes().is_some());
         let method = request.method().clone();
