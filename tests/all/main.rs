@@ -1,6 +1,10 @@
 //! Integration tests against real HTTP servers on 127.0.0.1 (wiremock, and a raw
 //! TCP server for what wiremock cannot do). One binary, shared helpers.
 
+#[path = "../shared/log_capture.rs"]
+mod log_capture;
+#[path = "../shared/raw_http.rs"]
+mod raw_http;
 mod support;
 
 mod bodies;

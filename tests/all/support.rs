@@ -10,8 +10,10 @@ use std::time::Duration;
 use reqwest_resilience::{
     Backoff, RecordingSleeper, ResilientClient, RetryPolicy, RetryPolicyBuilder,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
+
+use crate::raw_http::read_request;
 use wiremock::{Request, ResponseTemplate};
 
 pub use reqwest_resilience::testing::{
@@ -123,42 +125,6 @@ impl Drop for DroppingServer {
     fn drop(&mut self) {
         self.task.abort();
     }
-}
-
-/// Reads one request head and its Content-Length body; `None` on EOF or junk.
-async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<String> {
-    let mut buffer = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let head_end = loop {
-        let n = tokio::time::timeout(Duration::from_secs(5), socket.read(&mut chunk))
-            .await
-            .ok()?
-            .ok()?;
-        if n == 0 {
-            return None;
-        }
-        buffer.extend_from_slice(&chunk[..n]);
-        if let Some(position) = buffer.windows(4).position(|window| window == b"\r\n\r\n") {
-            break position + 4;
-        }
-        if buffer.len() > 1 << 20 {
-            return None;
-        }
-    };
-    let head = String::from_utf8_lossy(&buffer[..head_end]).to_lowercase();
-    let length: usize = head
-        .lines()
-        .find_map(|line| line.strip_prefix("content-length:"))
-        .and_then(|value| value.trim().parse().ok())
-        .unwrap_or(0);
-    while buffer.len() < head_end + length {
-        let n = socket.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buffer.extend_from_slice(&chunk[..n]);
-    }
-    Some(String::from_utf8_lossy(&buffer).into_owned())
 }
 
 /// The value of `name` in a raw request head (lower-cased names).

@@ -1,34 +1,10 @@
 //! Spans carry OpenTelemetry attribute names; secrets never reach the logs.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
-use tracing_subscriber::fmt::format::FmtSpan;
-use tracing_subscriber::fmt::MakeWriter;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer};
 
+use crate::log_capture::capture_traces;
 use crate::support::{client, fail_then_ok, received, single_key};
-
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> MakeWriter<'a> for Captured {
-    type Writer = Captured;
-    fn make_writer(&'a self) -> Captured {
-        self.clone()
-    }
-}
 
 #[tokio::test]
 async fn spans_use_otel_names_and_never_log_the_key_the_token_or_the_body() {
@@ -37,14 +13,7 @@ async fn spans_use_otel_names_and_never_log_the_key_the_token_or_the_body() {
         .respond_with(fail_then_ok(503, 1))
         .mount(&server)
         .await;
-    let captured = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(captured.clone())
-        .with_span_events(FmtSpan::CLOSE)
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) = capture_traces();
 
     let (client, _) = client();
     client
@@ -56,7 +25,7 @@ async fn spans_use_otel_names_and_never_log_the_key_the_token_or_the_body() {
         .await
         .unwrap();
 
-    let output = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let output = captured.text();
     for expected in [
         "intent",
         "attempt",

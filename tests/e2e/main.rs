@@ -12,6 +12,10 @@
 //! * `fuzz`, `bad_input` — property tests of the public parsers and keys, and
 //!   absurd `Retry-After` values and keys over real HTTP.
 
+#[path = "../shared/log_capture.rs"]
+mod log_capture;
+#[path = "../shared/raw_http.rs"]
+mod raw_http;
 mod support;
 
 mod bad_input;

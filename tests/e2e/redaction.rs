@@ -2,39 +2,8 @@
 //! and bodies are absent from everything the intent traces, at TRACE level, on a
 //! failing intent (the path with the most logging).
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
-use tracing_subscriber::fmt::format::FmtSpan;
-use tracing_subscriber::fmt::MakeWriter;
-
+use crate::log_capture::capture_traces;
 use crate::support::{recording_client, Config, Expected, Fault, ReferenceServer};
-
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Captured {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
-impl Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> MakeWriter<'a> for Captured {
-    type Writer = Captured;
-    fn make_writer(&'a self) -> Captured {
-        self.clone()
-    }
-}
 
 const KEY: &str = "idem-SECRETKEY-7c1f09a2b3d4e5f6";
 const KEY_TAIL: &str = "SECRETKEY-7c1f09a2b3d4e5f6";
@@ -46,14 +15,7 @@ const CARD: &str = "4242424242424242";
 /// (and the server, which traces nothing) on this thread.
 #[tokio::test]
 async fn redaction_failing_intent_never_logs_the_key_authorization_or_body() {
-    let captured = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(captured.clone())
-        .with_span_events(FmtSpan::CLOSE)
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) = capture_traces();
 
     let server = ReferenceServer::start(Config::default()).await;
     // A lost response, then refusals until the attempts run out.
@@ -186,14 +148,7 @@ mod base64_free {
 /// carry it in full (DESIGN: "never log it whole (a short prefix or a hash)").
 #[tokio::test]
 async fn redaction_short_caller_key_is_never_logged_whole() {
-    let captured = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(captured.clone())
-        .with_span_events(FmtSpan::CLOSE)
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) = capture_traces();
     let server = ReferenceServer::start(Config::default()).await;
     let (client, _) = recording_client(|p| p.max_attempts(2));
     // Keys of 6 and 8 characters, made of letters no log line otherwise contains.

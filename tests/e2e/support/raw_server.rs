@@ -5,11 +5,12 @@
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
+
+use crate::raw_http::read_request;
 
 /// Most connections one raw server accepts (bounds the accept loop).
 const MAX_CONNECTIONS: usize = 20_000;
@@ -88,43 +89,4 @@ pub fn unavailable_with_retry_after(values: &[&[u8]]) -> Vec<u8> {
     }
     answer.extend_from_slice(b"content-length: 0\r\nconnection: close\r\n\r\n");
     answer
-}
-
-/// Reads one request head and its Content-Length body; `None` on EOF or junk.
-async fn read_request(socket: &mut TcpStream) -> Option<String> {
-    let mut buffer = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let head_end = loop {
-        let n = tokio::time::timeout(Duration::from_secs(5), socket.read(&mut chunk))
-            .await
-            .ok()?
-            .ok()?;
-        if n == 0 {
-            return None;
-        }
-        buffer.extend_from_slice(&chunk[..n]);
-        if let Some(position) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-            break position + 4;
-        }
-        if buffer.len() > 1 << 20 {
-            return None;
-        }
-    };
-    let head = String::from_utf8_lossy(&buffer[..head_end]).to_lowercase();
-    let length: usize = head
-        .lines()
-        .find_map(|line| line.strip_prefix("content-length:"))
-        .and_then(|value| value.trim().parse().ok())
-        .unwrap_or(0);
-    while buffer.len() < head_end + length {
-        let n = tokio::time::timeout(Duration::from_secs(5), socket.read(&mut chunk))
-            .await
-            .ok()?
-            .ok()?;
-        if n == 0 {
-            return None;
-        }
-        buffer.extend_from_slice(&chunk[..n]);
-    }
-    Some(String::from_utf8_lossy(&buffer).into_owned())
 }
