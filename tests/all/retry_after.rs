@@ -3,36 +3,12 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
+use reqwest_resilience::testing::RetryAfter;
 use reqwest_resilience::{DelayReason, ResilientClient, RetryPolicy};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::support::{client, client_with, received, Scripted};
-
-fn imf_fixdate(at: SystemTime) -> String {
-    // Independent of the crate: format with httpdate's well-known layout by hand.
-    let secs = at.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs();
-    let days = secs / 86_400;
-    let (h, m, s) = (secs % 86_400 / 3600, secs % 3600 / 60, secs % 60);
-    let weekday = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][(days % 7) as usize];
-    // Civil-from-days (Howard Hinnant).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    let months = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    format!(
-        "{weekday}, {day:02} {} {year} {h:02}:{m:02}:{s:02} GMT",
-        months[(month - 1) as usize]
-    )
-}
 
 async fn server_with(first: ResponseTemplate) -> MockServer {
     let server = MockServer::start().await;
@@ -55,7 +31,8 @@ async fn retry_after_seconds_sets_the_pause() {
 async fn retry_after_http_date_is_not_undercut() {
     let at = SystemTime::now() + Duration::from_secs(3);
     let server = server_with(
-        ResponseTemplate::new(429).insert_header("Retry-After", imf_fixdate(at).as_str()),
+        ResponseTemplate::new(429)
+            .insert_header("Retry-After", RetryAfter::at(429, at).header_value()),
     )
     .await;
     let (client, sleeper) = client();
