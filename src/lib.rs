@@ -71,7 +71,17 @@
 //! # Testing your code
 //! Inject [`RecordingSleeper`] (instant, records every pause) and a seed
 //! ([`RetryPolicyBuilder::rng_seed`]) and run against a wiremock server: the retries
-//! happen for real over HTTP, in no time, with repeatable delays.
+//! happen for real over HTTP, in no time, with repeatable delays. The `testing`
+//! feature adds ready-made wiremock responders and assertions (`testing` module).
+//!
+//! # Features
+//! * `json`, `query`, `form` — `RequestBuilder::json` and friends, as in reqwest;
+//! * `middleware` — `ResilienceMiddleware` for `reqwest_middleware` chains;
+//! * `serde` — `RetryPolicyConfig`: policies from TOML/JSON/env files;
+//! * `testing` — the wiremock kit.
+//!
+//! None is on by default. The crate depends on reqwest without default features:
+//! enable the TLS backend you want on your own `reqwest` dependency.
 
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations, rust_2018_idioms, unreachable_pub)]
