@@ -1,0 +1,316 @@
+//! The five clients compared, built with comparable settings, behind one `get`.
+//!
+//! Every one is a reqwest 0.13 `Client` from the same builder settings (no proxy,
+//! same pool, `TCP_NODELAY`). reqwest's own retry layer is turned off with
+//! `.retry(reqwest::retry::never())` for every client except the one that *is*
+//! reqwest's retry layer, so the bare baseline pays for the same (disabled) layer and
+//! no retries stack under the wrappers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use backon::{ExponentialBuilder, Retryable};
+use reqwest::StatusCode;
+use reqwest_resilience::{Backoff, ResilientClient, RetryPolicy};
+use reqwest_retry::policies::ExponentialBackoff;
+use reqwest_retry::{Jitter, RetryTransientMiddleware};
+
+/// Backoff settings shared by every peer that has them.
+pub const BASE: Duration = Duration::from_millis(10);
+pub const CAP: Duration = Duration::from_millis(100);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Peer {
+    Bare,
+    Resilient,
+    ReqwestRetry,
+    Builtin,
+    Backon,
+}
+
+impl Peer {
+    pub const ALL: [Peer; 5] = [
+        Peer::Bare,
+        Peer::Resilient,
+        Peer::ReqwestRetry,
+        Peer::Builtin,
+        Peer::Backon,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Peer::Bare => "bare reqwest 0.13",
+            Peer::Resilient => "reqwest-resilience",
+            Peer::ReqwestRetry => "reqwest-retry 0.9 + middleware 0.5",
+            Peer::Builtin => "reqwest 0.13 retry::for_host",
+            Peer::Backon => "backon 1 + reqwest",
+        }
+    }
+
+    pub fn short(self) -> &'static str {
+        match self {
+            Peer::Bare => "bare",
+            Peer::Resilient => "resilience",
+            Peer::ReqwestRetry => "reqwest-retry",
+            Peer::Builtin => "builtin",
+            Peer::Backon => "backon",
+        }
+    }
+
+    /// The name over short lines, for the picture.
+    pub fn label_lines(self) -> &'static [&'static str] {
+        match self {
+            Peer::Bare => &["bare", "reqwest"],
+            Peer::Resilient => &["reqwest-", "resilience"],
+            Peer::ReqwestRetry => &["reqwest-retry", "+ middleware"],
+            Peer::Builtin => &["reqwest", "retry::for_host"],
+            Peer::Backon => &["backon", "+ reqwest"],
+        }
+    }
+
+    /// How this peer's retries are configured in the comparable settings.
+    pub fn settings_note(self) -> &'static str {
+        match self {
+            Peer::Bare => "no retries (`retry::never()`)",
+            Peer::Resilient => "full jitter 10–100 ms, default budget (10 % + 10/10 s)",
+            Peer::ReqwestRetry => "`ExponentialBackoff` 10–100 ms, `Jitter::Full`, no budget",
+            Peer::Builtin => {
+                "classifier 429/5xx; no backoff (retries at once); TpsBudget 20 % (default)"
+            }
+            Peer::Backon => "`ExponentialBuilder` 10–100 ms + jitter (d + U(0,d)), no budget",
+        }
+    }
+}
+
+/// Settings that vary between figures.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// Attempts per intent, the first included.
+    pub max_attempts: u32,
+    /// The peer's total-time setting, where it has one.
+    pub deadline: Option<Duration>,
+    /// Whether peers that have a retry budget keep it (default) or turn it off.
+    pub budget: bool,
+}
+
+impl Settings {
+    pub const COMPARABLE: Settings = Settings {
+        max_attempts: 4,
+        deadline: None,
+        budget: true,
+    };
+}
+
+/// What one intent ended with.
+#[derive(Debug, Clone, Copy)]
+pub struct Outcome {
+    /// The last status seen, if any response came back.
+    pub status: Option<StatusCode>,
+}
+
+/// One built client.
+pub enum Client {
+    Bare(reqwest::Client),
+    Resilient {
+        client: ResilientClient,
+        deadline: Option<Duration>,
+    },
+    ReqwestRetry(reqwest_middleware::ClientWithMiddleware),
+    Builtin {
+        client: reqwest::Client,
+        timeout: Option<Duration>,
+    },
+    Backon {
+        client: reqwest::Client,
+        backoff: ExponentialBuilder,
+    },
+}
+
+/// The settings every reqwest client gets.
+fn common(builder: reqwest::ClientBuilder) -> reqwest::ClientBuilder {
+    builder
+        .no_proxy()
+        .tcp_nodelay(true)
+        .pool_max_idle_per_host(256)
+        .pool_idle_timeout(Duration::from_secs(90))
+}
+
+fn bare_reqwest() -> reqwest::Client {
+    common(reqwest::Client::builder())
+        .retry(reqwest::retry::never())
+        .build()
+        .expect("reqwest client")
+}
+
+fn transient(status: StatusCode) -> bool {
+    status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error()
+}
+
+/// The policy reqwest-resilience runs with: builder defaults (budget, deadline,
+/// attempt timeout, TokioSleeper) except the attempts and the backoff.
+pub fn resilient_policy(max_attempts: u32, budget: bool) -> RetryPolicy {
+    let builder = RetryPolicy::builder()
+        .max_attempts(max_attempts)
+        .backoff(Backoff::full_jitter(BASE, CAP));
+    let builder = if budget { builder } else { builder.no_budget() };
+    builder.build().expect("valid policy")
+}
+
+pub fn build(peer: Peer, settings: Settings) -> Arc<Client> {
+    let retries = settings.max_attempts - 1;
+    let client = match peer {
+        Peer::Bare => Client::Bare(bare_reqwest()),
+        Peer::Resilient => {
+            let http = common(ResilientClient::reqwest_builder())
+                .build()
+                .expect("reqwest client");
+            Client::Resilient {
+                client: ResilientClient::from_parts(
+                    http,
+                    resilient_policy(settings.max_attempts, settings.budget),
+                ),
+                deadline: settings.deadline,
+            }
+        }
+        Peer::ReqwestRetry => {
+            let backoff = ExponentialBackoff::builder()
+                .retry_bounds(BASE, CAP)
+                .jitter(Jitter::Full)
+                .base(2);
+            let inner = reqwest_middleware::ClientBuilder::new(bare_reqwest());
+            let with_retry = match settings.deadline {
+                // The closest thing it has to a deadline: no retry is *scheduled*
+                // once this much time has passed since the first attempt.
+                Some(total) => inner.with(RetryTransientMiddleware::new_with_policy(
+                    backoff.build_with_total_retry_duration_and_max_retries(total, retries),
+                )),
+                None => inner.with(RetryTransientMiddleware::new_with_policy(
+                    backoff.build_with_max_retries(retries),
+                )),
+            };
+            Client::ReqwestRetry(with_retry.build())
+        }
+        Peer::Builtin => {
+            let policy = reqwest::retry::for_host("127.0.0.1")
+                .max_retries_per_request(retries)
+                .classify_fn(|req_rep| match req_rep.status() {
+                    Some(status) if transient(status) => req_rep.retryable(),
+                    _ => req_rep.success(),
+                });
+            let policy = if settings.budget {
+                policy
+            } else {
+                policy.no_budget()
+            };
+            Client::Builtin {
+                client: common(reqwest::Client::builder())
+                    .retry(policy)
+                    .build()
+                    .expect("reqwest client"),
+                // reqwest's total timeout wraps its retry layer: a real deadline.
+                timeout: settings.deadline,
+            }
+        }
+        Peer::Backon => {
+            let backoff = ExponentialBuilder::new()
+                .with_min_delay(BASE)
+                .with_max_delay(CAP)
+                .with_jitter()
+                .with_max_times(retries as usize)
+                // Bounds the *sum of sleeps* only, not the time spent in attempts.
+                .with_total_delay(settings.deadline);
+            Client::Backon {
+                client: bare_reqwest(),
+                backoff,
+            }
+        }
+    };
+    Arc::new(client)
+}
+
+enum BackonError {
+    Status(reqwest::Response),
+    Transport(reqwest::Error),
+}
+
+impl BackonError {
+    fn is_transient(&self) -> bool {
+        match self {
+            BackonError::Status(response) => transient(response.status()),
+            BackonError::Transport(error) => error.is_connect() || error.is_timeout(),
+        }
+    }
+}
+
+async fn drain(response: reqwest::Response) -> Outcome {
+    let status = response.status();
+    // Read the body so the connection goes back to the pool, as real code would.
+    let _ = response.bytes().await;
+    Outcome {
+        status: Some(status),
+    }
+}
+
+impl Client {
+    /// One GET intent: every attempt the peer decides to make, then the body.
+    pub async fn get(&self, url: &str) -> Outcome {
+        match self {
+            Client::Bare(client) => match client.get(url).send().await {
+                Ok(response) => drain(response).await,
+                Err(_) => Outcome { status: None },
+            },
+            Client::Resilient { client, deadline } => {
+                let request = client.get(url);
+                let request = match deadline {
+                    Some(deadline) => request.deadline(*deadline),
+                    None => request,
+                };
+                match request.send().await {
+                    Ok(response) => drain(response).await,
+                    Err(error) => {
+                        let status = error.last_status();
+                        match error.into_response() {
+                            Some(response) => drain(response).await,
+                            None => Outcome { status },
+                        }
+                    }
+                }
+            }
+            Client::ReqwestRetry(client) => match client.get(url).send().await {
+                Ok(response) => drain(response).await,
+                Err(_) => Outcome { status: None },
+            },
+            Client::Builtin { client, timeout } => {
+                let request = client.get(url);
+                let request = match timeout {
+                    Some(timeout) => request.timeout(*timeout),
+                    None => request,
+                };
+                match request.send().await {
+                    Ok(response) => drain(response).await,
+                    Err(_) => Outcome { status: None },
+                }
+            }
+            Client::Backon { client, backoff } => {
+                let attempt = || async {
+                    match client.get(url).send().await {
+                        Ok(response) if transient(response.status()) => {
+                            Err(BackonError::Status(response))
+                        }
+                        Ok(response) => Ok(response),
+                        Err(error) => Err(BackonError::Transport(error)),
+                    }
+                };
+                let result = attempt
+                    .retry(*backoff)
+                    .sleep(tokio::time::sleep)
+                    .when(BackonError::is_transient)
+                    .await;
+                match result {
+                    Ok(response) | Err(BackonError::Status(response)) => drain(response).await,
+                    Err(BackonError::Transport(_)) => Outcome { status: None },
+                }
+            }
+        }
+    }
+}
