@@ -118,9 +118,16 @@ impl<T: Transport> Intent<'_, T> {
         let replayable =
             body_factory.is_some() || request.body().is_none_or(|body| body.as_bytes().is_some());
         let method = request.method().clone();
-        let url = request.url().clone();
-        let scope = url.host_str().unwrap_or("");
-        policy.budget.deposit(scope);
+        let send_once = !replayable || policy.max_attempts == 1;
+        let mut requests = if send_once {
+            let url = request.url().clone();
+            Requests::Once(Some(request), url)
+        } else {
+            Requests::Template(request)
+        };
+        policy
+            .budget
+            .deposit(requests.url().host_str().unwrap_or(""));
 
         let mut state = LoopState {
             log: AttemptLog::default(),
@@ -130,25 +137,24 @@ impl<T: Transport> Intent<'_, T> {
             rng: None,
             previous_delay: None,
         };
-        let mut template = Some(request);
         let mut attempt: u32 = 0;
         loop {
             attempt += 1;
-            let timeout = deadline.attempt_timeout(Instant::now(), per_attempt_timeout);
+            let attempt_started = if attempt == 1 {
+                started
+            } else {
+                Instant::now()
+            };
+            let timeout = deadline.attempt_timeout(attempt_started, per_attempt_timeout);
             if timeout == Some(Duration::ZERO) {
                 let reason = GiveUpReason::DeadlineExceeded;
                 return Err(state.give_up(reason, LastResult::Nothing, None));
             }
-            // Clone while another attempt may follow; the last one takes the original.
-            let last_chance = !replayable || attempt >= policy.max_attempts;
-            let mut outgoing = match (last_chance, template.as_ref()) {
-                (false, Some(request)) => request.try_clone(),
-                _ => None,
-            }
-            .or_else(|| template.take())
-            .ok_or_else(|| {
-                state.give_up(GiveUpReason::BodyNotReplayable, LastResult::Nothing, None)
-            })?;
+            let Some(mut outgoing) = requests.next() else {
+                let reason = GiveUpReason::BodyNotReplayable;
+                return Err(state.give_up(reason, LastResult::Nothing, None));
+            };
+            let url = requests.url();
             if let Some(factory) = &body_factory {
                 *outgoing.body_mut() = Some(factory());
             }
@@ -158,18 +164,14 @@ impl<T: Transport> Intent<'_, T> {
                 .insert(policy.request_id_header.clone(), request_id.header_value());
             *outgoing.timeout_mut() = timeout;
 
-            let attempt_span = telemetry::attempt_span(&method, &url, attempt, request_id);
-            let sent_at = Instant::now();
+            let attempt_span = telemetry::attempt_span(&method, url, attempt, request_id);
             let result = transport
                 .send(outgoing)
                 .instrument(attempt_span.clone())
                 .await;
-            let duration = sent_at.elapsed();
+            let duration = attempt_started.elapsed();
 
-            let verdict = {
-                let _entered = attempt_span.enter();
-                classify(policy, &method, &url, attempt, keyed, &result)
-            };
+            let verdict = classify(policy, &attempt_span, &method, url, attempt, keyed, &result);
             drop(attempt_span); // the attempt span ends here, not after the pause
             if verdict.may_have_applied() {
                 state.may_have_applied = true;
@@ -219,7 +221,7 @@ impl<T: Transport> Intent<'_, T> {
                 }
                 NextStep::Wait(delay, reason) => (delay, reason),
             };
-            if !policy.budget.try_withdraw(scope) {
+            if !policy.budget.try_withdraw(url.host_str().unwrap_or("")) {
                 tracing::warn!(attempt, "retry budget exhausted; not retrying");
                 return Err(state.give_up(GiveUpReason::BudgetExhausted, last, retry_after));
             }
@@ -254,6 +256,31 @@ impl From<TransportError> for LastResult {
         match error {
             TransportError::Reqwest(error) => LastResult::Transport(error),
             TransportError::Other(error) => LastResult::Other(error),
+        }
+    }
+}
+
+/// Where each attempt's request comes from.
+enum Requests {
+    /// Cloned for every attempt (bytes bodies are reference-counted, not copied).
+    Template(reqwest::Request),
+    /// Sent at most once (a streamed body, or a single-attempt policy): moved into
+    /// its attempt, not cloned; the URL stays for spans and classification.
+    Once(Option<reqwest::Request>, reqwest::Url),
+}
+
+impl Requests {
+    fn next(&mut self) -> Option<reqwest::Request> {
+        match self {
+            Self::Template(template) => template.try_clone(),
+            Self::Once(request, _) => request.take(),
+        }
+    }
+
+    fn url(&self) -> &reqwest::Url {
+        match self {
+            Self::Template(template) => template.url(),
+            Self::Once(_, url) => url,
         }
     }
 }
@@ -301,8 +328,10 @@ impl LoopState {
 
     fn succeed(&mut self, mut response: reqwest::Response) -> reqwest::Response {
         let span = tracing::Span::current();
-        span.record("attempts", self.log.len());
-        span.record("outcome", "response");
+        if !span.is_disabled() {
+            span.record("attempts", self.log.len());
+            span.record("outcome", "response");
+        }
         response
             .extensions_mut()
             .insert(std::mem::take(&mut self.log));
@@ -310,16 +339,16 @@ impl LoopState {
     }
 }
 
-/// Classifies one attempt's result (records OTel attributes on the current span).
+/// Classifies one attempt's result (and records its OTel attributes on `span`).
 fn classify(
     policy: &PolicyInner,
+    span: &tracing::Span,
     method: &http::Method,
     url: &reqwest::Url,
     attempt: u32,
     keyed: bool,
     result: &Result<reqwest::Response, TransportError>,
 ) -> Verdict {
-    let span = tracing::Span::current();
     let view_result = match result {
         Ok(response) => {
             let status = response.status();
