@@ -210,6 +210,14 @@ fn vm_rss_kib() -> Option<i64> {
         .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
+/// Every peer, then the reference row that shows the cost of the default timer.
+fn build_all_with_reference(settings: Settings) -> Vec<(Peer, Arc<Client>)> {
+    let mut clients = build_all(settings);
+    let reference = Peer::ResilientNoTimer;
+    clients.push((reference, peers::build(reference, settings)));
+    clients
+}
+
 fn build_all(settings: Settings) -> Vec<(Peer, Arc<Client>)> {
     Peer::ALL
         .iter()
@@ -282,7 +290,7 @@ async fn run_concurrent(
 
 async fn p1(server: &Server, plan: &Plan, report: &mut Report) {
     let url = server.url("/ok");
-    let clients = build_all(Settings::COMPARABLE);
+    let clients = build_all_with_reference(Settings::COMPARABLE);
     for (peer, client) in &clients {
         for _ in 0..plan.p1_warmup {
             let status = client.get(&url).await.status;
@@ -351,14 +359,10 @@ async fn p1(server: &Server, plan: &Plan, report: &mut Report) {
     ));
     report.section(&text);
     let (_, ours, ours_cpu) = medians[1];
-    let best_peer = medians[2..]
-        .iter()
-        .map(|m| m.1)
-        .fold(f64::INFINITY, f64::min);
-    let best_peer_cpu = medians[2..]
-        .iter()
-        .map(|m| m.2)
-        .fold(f64::INFINITY, f64::min);
+    // The peers proper: not bare (0), not ours (1), not the reference row (last).
+    let peers = &medians[2..Peer::ALL.len()];
+    let best_peer = peers.iter().map(|m| m.1).fold(f64::INFINITY, f64::min);
+    let best_peer_cpu = peers.iter().map(|m| m.2).fold(f64::INFINITY, f64::min);
     report.summary.p1 = Some(ours);
     report.target(
         "P1",
@@ -381,7 +385,7 @@ async fn p1(server: &Server, plan: &Plan, report: &mut Report) {
 
 async fn p2(server: &Server, plan: &Plan, report: &mut Report) {
     let url: Arc<str> = server.url("/ok").into();
-    let clients = build_all(Settings::COMPARABLE);
+    let clients = build_all_with_reference(Settings::COMPARABLE);
     let limit = Duration::from_secs(60);
     for (_, client) in &clients {
         run_concurrent(client.clone(), url.clone(), P2_TASKS * 50, P2_TASKS, limit).await;
@@ -698,7 +702,7 @@ async fn p5(server: &Server, report: &mut Report) {
                 "none (no retries)",
                 "one 150 ms attempt: the deadline never binds",
             ),
-            Peer::Resilient => (
+            Peer::Resilient | Peer::ResilientNoTimer => (
                 "`.deadline(1 s)` on the request",
                 "attempt timeout clipped to the time left; no pause that would end past it",
             ),
@@ -1021,6 +1025,7 @@ fn parse_args() -> Result<Args, String> {
                 let name = iter.next().ok_or("--profile needs a peer and a count")?;
                 let peer = Peer::ALL
                     .into_iter()
+                    .chain([Peer::ResilientNoTimer])
                     .find(|p| p.short() == name)
                     .ok_or_else(|| format!("unknown peer {name:?}"))?;
                 let count = iter

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use backon::{ExponentialBuilder, Retryable};
 use reqwest::StatusCode;
-use reqwest_resilience::{Backoff, ResilientClient, RetryPolicy};
+use reqwest_resilience::{Backoff, ResilientClient, RetryPolicy, RetryPolicyBuilder};
 use reqwest_retry::policies::ExponentialBackoff;
 use reqwest_retry::{Jitter, RetryTransientMiddleware};
 
@@ -26,6 +26,9 @@ pub enum Peer {
     ReqwestRetry,
     Builtin,
     Backon,
+    /// reqwest-resilience without deadline or attempt timeout: a reference row in
+    /// P1/P2 that shows what the default timer costs (not a peer; not in `ALL`).
+    ResilientNoTimer,
 }
 
 impl Peer {
@@ -44,6 +47,7 @@ impl Peer {
             Peer::ReqwestRetry => "reqwest-retry 0.9 + middleware 0.5",
             Peer::Builtin => "reqwest 0.13 retry::for_host",
             Peer::Backon => "backon 1 + reqwest",
+            Peer::ResilientNoTimer => "(reference) reqwest-resilience, no deadline/timeout",
         }
     }
 
@@ -54,6 +58,7 @@ impl Peer {
             Peer::ReqwestRetry => "reqwest-retry",
             Peer::Builtin => "builtin",
             Peer::Backon => "backon",
+            Peer::ResilientNoTimer => "resilience-no-timer",
         }
     }
 
@@ -65,6 +70,7 @@ impl Peer {
             Peer::ReqwestRetry => &["reqwest-retry", "+ middleware"],
             Peer::Builtin => &["reqwest", "retry::for_host"],
             Peer::Backon => &["backon", "+ reqwest"],
+            Peer::ResilientNoTimer => &["reqwest-resilience", "no timer"],
         }
     }
 
@@ -78,6 +84,9 @@ impl Peer {
                 "classifier 429/5xx; no backoff (retries at once); TpsBudget 20 % (default)"
             }
             Peer::Backon => "`ExponentialBuilder` 10–100 ms + jitter (d + U(0,d)), no budget",
+            Peer::ResilientNoTimer => {
+                "as reqwest-resilience, with `no_deadline().no_attempt_timeout()`"
+            }
         }
     }
 }
@@ -148,27 +157,35 @@ fn transient(status: StatusCode) -> bool {
 
 /// The policy reqwest-resilience runs with: builder defaults (budget, deadline,
 /// attempt timeout, TokioSleeper) except the attempts and the backoff.
-pub fn resilient_policy(max_attempts: u32, budget: bool) -> RetryPolicy {
+fn resilient_policy_builder(max_attempts: u32, budget: bool) -> RetryPolicyBuilder {
     let builder = RetryPolicy::builder()
         .max_attempts(max_attempts)
         .backoff(Backoff::full_jitter(BASE, CAP));
-    let builder = if budget { builder } else { builder.no_budget() };
-    builder.build().expect("valid policy")
+    if budget {
+        builder
+    } else {
+        builder.no_budget()
+    }
 }
 
 pub fn build(peer: Peer, settings: Settings) -> Arc<Client> {
     let retries = settings.max_attempts - 1;
     let client = match peer {
         Peer::Bare => Client::Bare(bare_reqwest()),
-        Peer::Resilient => {
+        Peer::Resilient | Peer::ResilientNoTimer => {
             let http = common(ResilientClient::reqwest_builder())
                 .build()
                 .expect("reqwest client");
+            let builder = resilient_policy_builder(settings.max_attempts, settings.budget);
+            let policy = if peer == Peer::ResilientNoTimer {
+                builder.no_deadline().no_attempt_timeout()
+            } else {
+                builder
+            }
+            .build()
+            .expect("valid policy");
             Client::Resilient {
-                client: ResilientClient::from_parts(
-                    http,
-                    resilient_policy(settings.max_attempts, settings.budget),
-                ),
+                client: ResilientClient::from_parts(http, policy),
                 deadline: settings.deadline,
             }
         }
