@@ -270,7 +270,7 @@ impl fmt::Display for Error {
             GiveUpReason::AttemptsExhausted => write!(f, "gave up after {attempts}")?,
             GiveUpReason::DeadlineExceeded => write!(
                 f,
-                "deadline exceeded after {attempts} in {:?}",
+                "deadline exceeded (no time left for another attempt) after {attempts} in {:?}",
                 inner.elapsed
             )?,
             GiveUpReason::RetryAfterBeyondCeiling => write!(

@@ -84,11 +84,13 @@ struct Verdict {
     retry_after: Option<Duration>,
 }
 
-impl<T: Transport> Intent<'_, T> {
-    pub(crate) async fn run(self) -> Result<reqwest::Response, Error> {
+impl<'a, T: Transport + 'a> Intent<'a, T> {
+    /// Not an `async fn`: returning the instrumented loop directly saves one layer
+    /// of future state (and its copies) on every request.
+    pub(crate) fn run(self) -> impl Future<Output = Result<reqwest::Response, Error>> + Send + 'a {
         let span =
             telemetry::intent_span(self.request.method(), self.request.url(), self.key.as_ref());
-        self.run_attempts().instrument(span).await
+        self.run_attempts().instrument(span)
     }
 
     async fn run_attempts(self) -> Result<reqwest::Response, Error> {
@@ -204,7 +206,9 @@ impl<T: Transport> Intent<'_, T> {
             }
 
             let backoff = {
-                let rng = state.rng.get_or_insert_with(|| policy.intent_rng());
+                let rng = state
+                    .rng
+                    .get_or_insert_with(|| Box::new(policy.intent_rng()));
                 policy.backoff.delay(attempt - 1, state.previous_delay, rng)
             };
             let facts = Facts {
@@ -292,7 +296,8 @@ struct LoopState {
     /// An attempt may have had an effect on the server (see `Error::is_outcome_unknown`).
     may_have_applied: bool,
     started: Instant,
-    rng: Option<StdRng>,
+    /// Boxed: 320 bytes that only retries need, kept out of the future's state.
+    rng: Option<Box<StdRng>>,
     previous_delay: Option<Duration>,
 }
 
