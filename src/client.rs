@@ -247,6 +247,9 @@ impl RequestBuilder {
 
     /// Timeout of each attempt of this request (overrides the policy's; still
     /// clipped to the time left before the deadline).
+    ///
+    /// Like reqwest's own timeout it keeps running while you read the body of the
+    /// response `send()` returned, so the deadline bounds a slow body too.
     pub fn timeout(self, timeout: Duration) -> Self {
         self.map_request(|inner| inner.timeout(timeout))
     }
