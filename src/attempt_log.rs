@@ -9,15 +9,31 @@ use std::time::Duration;
 
 use http::StatusCode;
 
+use crate::idempotency::IdempotencyKey;
 use crate::ids::RequestId;
 
-/// The attempts of one intent, oldest first.
+/// The attempts of one intent, oldest first, and the intent's idempotency key.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AttemptLog {
     attempts: Vec<AttemptRecord>,
+    key: Option<IdempotencyKey>,
 }
 
 impl AttemptLog {
+    pub(crate) fn new(key: Option<IdempotencyKey>) -> Self {
+        Self {
+            attempts: Vec::new(),
+            key,
+        }
+    }
+
+    /// The key every attempt carried (generated or the caller's); `None` for an
+    /// intent sent without one. Store it with your order to retry later as the same
+    /// intent.
+    pub fn idempotency_key(&self) -> Option<&IdempotencyKey> {
+        self.key.as_ref()
+    }
+
     pub(crate) fn push(&mut self, record: AttemptRecord) {
         self.attempts.push(record);
     }
@@ -158,6 +174,7 @@ impl TransportFailure {
 
 /// A pause between two attempts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ScheduledDelay {
     /// How long.
     pub delay: Duration,

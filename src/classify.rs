@@ -262,10 +262,12 @@ pub(crate) fn retry_is_safe(method: &Method, keyed: bool, result: &AttemptResult
     )
 }
 
-/// Did the server say, in effect, "nothing was done"? (408: request not fully
-/// received; 429 and 503: refused.) Anything else that failed may have had an effect.
+/// Did the server say, in effect, "nothing was done"? 408: the request was not even
+/// fully received; 429: refused by rate limiting, before any work. Anything else that
+/// failed may have had an effect — including 503, which gateways (Envoy, nginx, cloud
+/// load balancers) also send after forwarding the request upstream.
 pub(crate) fn status_proves_no_effect(status: StatusCode) -> bool {
-    matches!(status.as_u16(), 408 | 429 | 503)
+    matches!(status.as_u16(), 408 | 429)
 }
 
 #[cfg(test)]

@@ -20,6 +20,15 @@ pub(crate) struct Facts {
     pub(crate) retry_after_ceiling: Duration,
     /// What the backoff strategy proposes.
     pub(crate) backoff: Duration,
+    /// The least time an attempt must have after the pause to be worth sending.
+    pub(crate) min_attempt_window: Duration,
+}
+
+/// An attempt left with less than a tenth of its timeout would only time out — and
+/// a timed-out attempt may still have been delivered, turning a known outcome into an
+/// unknown one. Without an attempt timeout, 10 ms.
+pub(crate) fn min_attempt_window(attempt_timeout: Option<Duration>) -> Duration {
+    attempt_timeout.map_or(Duration::from_millis(10), |timeout| timeout / 10)
 }
 
 /// What to do next.
@@ -46,19 +55,26 @@ pub(crate) fn next_step(facts: Facts) -> NextStep {
     if facts.attempts_made >= facts.max_attempts {
         return NextStep::GiveUp(GiveUp::AttemptsExhausted);
     }
-    // The server's word beats the backoff: never come back earlier than asked, and
-    // do not sleep towards a time we already know is too late.
+    // Would an attempt after a pause of `delay` still have a useful window?
+    let too_late = |delay: Duration| {
+        facts
+            .remaining
+            .is_some_and(|left| delay.saturating_add(facts.min_attempt_window) > left)
+    };
+    // Never come back earlier than the server asked, and do not sleep towards a time
+    // already known to be too late. A short (or zero) ask still gets the backoff's
+    // jitter, so that throttled clients do not all return at the same instant.
     let (delay, reason) = match facts.retry_after {
         Some(asked) if asked > facts.retry_after_ceiling => {
             return NextStep::GiveUp(GiveUp::RetryAfterBeyondCeiling)
         }
-        Some(asked) if facts.remaining.is_some_and(|left| asked >= left) => {
+        Some(asked) if too_late(asked) => {
             return NextStep::GiveUp(GiveUp::RetryAfterBeyondDeadline)
         }
-        Some(asked) => (asked, DelayReason::RetryAfter),
-        None => (facts.backoff, DelayReason::Backoff),
+        Some(asked) if asked >= facts.backoff => (asked, DelayReason::RetryAfter),
+        _ => (facts.backoff, DelayReason::Backoff),
     };
-    if facts.remaining.is_some_and(|left| delay >= left) {
+    if too_late(delay) {
         return NextStep::GiveUp(GiveUp::DeadlineExceeded);
     }
     NextStep::Wait(delay, reason)
@@ -79,6 +95,7 @@ mod tests {
             retry_after: None,
             retry_after_ceiling: 500 * MS,
             backoff: 100 * MS,
+            min_attempt_window: 10 * MS,
         }
     }
 
@@ -91,15 +108,35 @@ mod tests {
     }
 
     #[test]
-    fn retry_after_wins_over_backoff_even_when_shorter() {
-        let f = Facts {
-            retry_after: Some(20 * MS),
+    fn retry_after_is_never_undercut_and_a_shorter_ask_keeps_the_jitter() {
+        let longer = Facts {
+            retry_after: Some(300 * MS),
             ..facts()
         };
         assert_eq!(
-            next_step(f),
-            NextStep::Wait(20 * MS, DelayReason::RetryAfter)
+            next_step(longer),
+            NextStep::Wait(300 * MS, DelayReason::RetryAfter)
         );
+        let shorter = Facts {
+            retry_after: Some(Duration::ZERO),
+            ..facts()
+        };
+        assert_eq!(
+            next_step(shorter),
+            NextStep::Wait(100 * MS, DelayReason::Backoff)
+        );
+    }
+
+    #[test]
+    fn no_retry_without_a_useful_window_after_the_pause() {
+        let f = Facts {
+            remaining: Some(105 * MS),
+            ..facts()
+        };
+        // 100 ms of pause would leave 5 ms, less than the 10 ms window.
+        assert_eq!(next_step(f), NextStep::GiveUp(GiveUp::DeadlineExceeded));
+        assert_eq!(min_attempt_window(Some(Duration::from_secs(2))), 200 * MS);
+        assert_eq!(min_attempt_window(None), 10 * MS);
     }
 
     #[test]
@@ -159,7 +196,7 @@ mod tests {
             attempts_made in 1u32..10, max_attempts in 1u32..10,
             remaining in proptest::option::of(0u64..10_000),
             retry_after in proptest::option::of(0u64..20_000),
-            ceiling in 0u64..20_000, backoff in 0u64..5_000,
+            ceiling in 0u64..20_000, backoff in 0u64..5_000, window in 0u64..1_000,
         ) {
             let f = Facts {
                 attempts_made, max_attempts,
@@ -167,14 +204,19 @@ mod tests {
                 retry_after: retry_after.map(Duration::from_millis),
                 retry_after_ceiling: Duration::from_millis(ceiling),
                 backoff: Duration::from_millis(backoff),
+                min_attempt_window: Duration::from_millis(window),
             };
             if let NextStep::Wait(delay, reason) = next_step(f) {
                 prop_assert!(attempts_made < max_attempts);
-                if let Some(left) = f.remaining { prop_assert!(delay < left); }
+                if let Some(left) = f.remaining {
+                    prop_assert!(delay + f.min_attempt_window <= left);
+                }
                 if let Some(asked) = f.retry_after {
-                    prop_assert_eq!(delay, asked);
-                    prop_assert_eq!(reason, DelayReason::RetryAfter);
+                    prop_assert!(delay >= asked, "never earlier than asked");
+                    prop_assert_eq!(delay, asked.max(f.backoff));
                     prop_assert!(asked <= f.retry_after_ceiling);
+                } else {
+                    prop_assert_eq!((delay, reason), (f.backoff, DelayReason::Backoff));
                 }
             }
         }

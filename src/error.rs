@@ -67,15 +67,14 @@ struct Inner {
     last_status: Option<StatusCode>,
     retry_after: Option<Duration>,
     log: AttemptLog,
-    key: Option<IdempotencyKey>,
     outcome_unknown: bool,
     elapsed: Duration,
 }
 
 /// Everything the retry loop knows when it gives up.
 pub(crate) struct GiveUpContext {
+    /// The attempts, and the intent's key.
     pub(crate) log: AttemptLog,
-    pub(crate) key: Option<IdempotencyKey>,
     pub(crate) outcome_unknown: bool,
     pub(crate) elapsed: Duration,
     pub(crate) retry_after: Option<Duration>,
@@ -110,7 +109,6 @@ impl Error {
                 response,
                 retry_after: context.retry_after,
                 log: context.log,
-                key: context.key,
                 outcome_unknown: context.outcome_unknown,
                 elapsed: context.elapsed,
             }),
@@ -122,7 +120,7 @@ impl Error {
         Self::give_up(
             GiveUpReason::InvalidRequest,
             LastResult::Transport(source),
-            GiveUpContext::nothing_sent(None),
+            GiveUpContext::nothing_sent(),
         )
     }
 
@@ -131,7 +129,7 @@ impl Error {
         let mut error = Self::give_up(
             GiveUpReason::InvalidRequest,
             LastResult::Nothing,
-            GiveUpContext::nothing_sent(None),
+            GiveUpContext::nothing_sent(),
         );
         error.inner.invalid_key = Some(source);
         error
@@ -218,7 +216,7 @@ impl Error {
 
     /// The intent's idempotency key, to retry later as the same intent.
     pub fn idempotency_key(&self) -> Option<&IdempotencyKey> {
-        self.inner.key.as_ref()
+        self.inner.log.idempotency_key()
     }
 
     /// The attempt log.
@@ -248,10 +246,9 @@ impl Error {
 }
 
 impl GiveUpContext {
-    pub(crate) fn nothing_sent(key: Option<IdempotencyKey>) -> Self {
+    pub(crate) fn nothing_sent() -> Self {
         Self {
             log: AttemptLog::default(),
-            key,
             outcome_unknown: false,
             elapsed: Duration::ZERO,
             retry_after: None,
@@ -315,7 +312,7 @@ impl fmt::Debug for Error {
             .field("last_status", &inner.last_status)
             .field("transport", &inner.transport)
             .field("retry_after", &inner.retry_after)
-            .field("key", &inner.key)
+            .field("key", &self.idempotency_key())
             .field("outcome_unknown", &inner.outcome_unknown)
             .field("elapsed", &inner.elapsed)
             .finish()

@@ -84,8 +84,10 @@ impl IdempotencyKey {
         Self::new(unquoted.unwrap_or_else(|| text.into_owned()))
     }
 
-    /// The header value for this key in the given wire format.
-    pub(crate) fn header_value(&self, format: KeyFormat) -> HeaderValue {
+    /// The header value for this key in the given wire format. `new` admits
+    /// printable ASCII only, so this cannot fail for a key built here; the error is
+    /// still reported rather than sending an empty key.
+    pub(crate) fn header_value(&self, format: KeyFormat) -> Result<HeaderValue, InvalidKey> {
         let text = match format {
             KeyFormat::Token => self.0.to_string(),
             KeyFormat::SfString => {
@@ -101,8 +103,7 @@ impl IdempotencyKey {
                 quoted
             }
         };
-        // `new` admits printable ASCII only, so both forms are valid header values.
-        HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static(""))
+        HeaderValue::from_str(&text).map_err(|_| InvalidKey::ForbiddenByte { position: 0 })
     }
 }
 
@@ -232,9 +233,12 @@ mod tests {
     fn caller_key_is_kept_verbatim() {
         let key = IdempotencyKey::new("order-42/attempt \"a\"").unwrap();
         assert_eq!(key.as_str(), "order-42/attempt \"a\"");
-        assert_eq!(key.header_value(KeyFormat::Token), "order-42/attempt \"a\"");
         assert_eq!(
-            key.header_value(KeyFormat::SfString),
+            key.header_value(KeyFormat::Token).unwrap(),
+            "order-42/attempt \"a\""
+        );
+        assert_eq!(
+            key.header_value(KeyFormat::SfString).unwrap(),
             r#""order-42/attempt \"a\"""#
         );
     }
@@ -266,7 +270,10 @@ mod tests {
         let quoted = br#""order-\"77\"""#;
         let key = IdempotencyKey::from_header(quoted, KeyFormat::SfString).unwrap();
         assert_eq!(key.as_str(), r#"order-"77""#);
-        assert_eq!(key.header_value(KeyFormat::SfString).as_bytes(), quoted);
+        assert_eq!(
+            key.header_value(KeyFormat::SfString).unwrap().as_bytes(),
+            quoted
+        );
         let bare = IdempotencyKey::from_header(b"order-77", KeyFormat::SfString).unwrap();
         assert_eq!(bare.as_str(), "order-77");
         let token = IdempotencyKey::from_header(br#""q""#, KeyFormat::Token).unwrap();

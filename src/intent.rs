@@ -24,7 +24,7 @@ use crate::classify::{
     default_decision, retry_is_safe, status_proves_no_effect, AttemptResult, AttemptView, Decision,
 };
 use crate::deadline::Deadline;
-use crate::decision::{next_step, Facts, GiveUp, NextStep};
+use crate::decision::{min_attempt_window, next_step, Facts, GiveUp, NextStep};
 use crate::error::{Error, GiveUpContext, GiveUpReason, LastResult};
 use crate::idempotency::IdempotencyKey;
 use crate::ids::RequestId;
@@ -106,10 +106,12 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
         let deadline = Deadline::new(started, deadline);
         let keyed = key.is_some();
         if let Some(key) = &key {
-            request.headers_mut().insert(
-                policy.key_header.clone(),
-                key.header_value(policy.key_format),
-            );
+            let value = key
+                .header_value(policy.key_format)
+                .map_err(Error::invalid_key)?;
+            request
+                .headers_mut()
+                .insert(policy.key_header.clone(), value);
         }
         let per_attempt_timeout = request.timeout().copied().or(policy.attempt_timeout);
         // A streamed body is consumed by its one and only send; a factory makes a
@@ -127,18 +129,21 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
         } else {
             Requests::Template(request)
         };
+        let min_attempt_window = min_attempt_window(per_attempt_timeout);
         policy
             .budget
-            .deposit(requests.url().host_str().unwrap_or(""));
+            .deposit_at(requests.url().host_str().unwrap_or(""), started);
 
         let mut state = LoopState {
-            log: AttemptLog::default(),
-            key,
+            log: AttemptLog::new(key),
             may_have_applied: false,
             started,
             rng: None,
             previous_delay: None,
         };
+        // The previous attempt's result and Retry-After, kept through the pause so
+        // that a give-up at the start of the next attempt can still report them.
+        let mut previous: Option<(LastResult, Option<Duration>)> = None;
         let mut attempt: u32 = 0;
         loop {
             attempt += 1;
@@ -149,13 +154,15 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
             };
             let timeout = deadline.attempt_timeout(attempt_started, per_attempt_timeout);
             if timeout == Some(Duration::ZERO) {
-                let reason = GiveUpReason::DeadlineExceeded;
-                return Err(state.give_up(reason, LastResult::Nothing, None));
+                // The pause overran the deadline (timer granularity).
+                let (last, retry_after) = previous.take().unwrap_or((LastResult::Nothing, None));
+                return Err(state.give_up(GiveUpReason::DeadlineExceeded, last, retry_after));
             }
             let Some(mut outgoing) = requests.next() else {
-                let reason = GiveUpReason::BodyNotReplayable;
-                return Err(state.give_up(reason, LastResult::Nothing, None));
+                let (last, retry_after) = previous.take().unwrap_or((LastResult::Nothing, None));
+                return Err(state.give_up(GiveUpReason::BodyNotReplayable, last, retry_after));
             };
+            drop(previous.take());
             let url = requests.url();
             if let Some(factory) = &body_factory {
                 *outgoing.body_mut() = Some(factory());
@@ -191,9 +198,8 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
                 Ok(response) if !retry => return Ok(state.succeed(response)),
                 Ok(response) => LastResult::Response(response),
                 Err(TransportError::Reqwest(error)) if error.is_builder() => {
-                    let context = state.context(None);
                     let last = LastResult::Transport(error);
-                    return Err(Error::give_up(GiveUpReason::InvalidRequest, last, context));
+                    return Err(state.give_up(GiveUpReason::InvalidRequest, last, None));
                 }
                 Err(error) if !retry => {
                     let last = LastResult::from(error);
@@ -205,11 +211,14 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
                 return Err(state.give_up(GiveUpReason::BodyNotReplayable, last, retry_after));
             }
 
-            let backoff = {
+            // No jitter drawn (nor seeded sequence advanced) when no retry can follow.
+            let backoff = if attempt < policy.max_attempts {
                 let rng = state
                     .rng
                     .get_or_insert_with(|| Box::new(policy.intent_rng()));
                 policy.backoff.delay(attempt - 1, state.previous_delay, rng)
+            } else {
+                Duration::ZERO
             };
             let facts = Facts {
                 attempts_made: attempt,
@@ -218,6 +227,7 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
                 retry_after,
                 retry_after_ceiling: policy.retry_after_ceiling,
                 backoff,
+                min_attempt_window,
             };
             let (delay, reason) = match next_step(facts) {
                 NextStep::GiveUp(why) => {
@@ -229,7 +239,7 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
                 tracing::warn!(attempt, "retry budget exhausted; not retrying");
                 return Err(state.give_up(GiveUpReason::BudgetExhausted, last, retry_after));
             }
-            drop(last);
+            previous = Some((last, retry_after));
             state.log.set_last_delay(delay, reason);
             state.previous_delay = Some(backoff);
             tracing::info!(
@@ -291,8 +301,8 @@ impl Requests {
 
 /// What the loop accumulates across attempts.
 struct LoopState {
+    /// The attempts so far, and the intent's key.
     log: AttemptLog,
-    key: Option<IdempotencyKey>,
     /// An attempt may have had an effect on the server (see `Error::is_outcome_unknown`).
     may_have_applied: bool,
     started: Instant,
@@ -305,7 +315,6 @@ impl LoopState {
     fn context(&mut self, retry_after: Option<Duration>) -> GiveUpContext {
         GiveUpContext {
             log: std::mem::take(&mut self.log),
-            key: self.key.take(),
             outcome_unknown: self.may_have_applied,
             elapsed: self.started.elapsed(),
             retry_after,

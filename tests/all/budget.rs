@@ -52,7 +52,10 @@ async fn an_empty_budget_ends_the_intent_with_a_typed_error() {
         error.idempotency_key().is_none(),
         "GET carries no key by default"
     );
-    assert!(!error.is_outcome_unknown());
+    assert!(
+        error.is_outcome_unknown(),
+        "a 503 may come from a gateway that forwarded the request"
+    );
     assert_eq!(received(&server).await.len(), 1);
 }
 

@@ -167,7 +167,7 @@ async fn a_user_classifier_decides_first_but_cannot_make_unkeyed_posts_retryable
 async fn attempts_exhausted_carries_the_last_response_and_the_log() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(503).set_body_string("down"))
+        .respond_with(ResponseTemplate::new(429).set_body_string("slow down"))
         .expect(3)
         .mount(&server)
         .await;
@@ -176,8 +176,8 @@ async fn attempts_exhausted_carries_the_last_response_and_the_log() {
     assert!(error.is_attempts_exhausted(), "{error}");
     assert_eq!(error.reason(), GiveUpReason::AttemptsExhausted);
     assert_eq!(error.attempts(), 3);
-    assert_eq!(error.last_status().map(|s| s.as_u16()), Some(503));
-    // 503 means "not processed": the outcome is known.
+    assert_eq!(error.last_status().map(|s| s.as_u16()), Some(429));
+    // 429 means "refused before any work": the outcome is known.
     assert!(!error.is_outcome_unknown());
     let key = error.idempotency_key().unwrap().as_str().to_owned();
     assert_eq!(single_key(&received(&server).await), key);
@@ -191,7 +191,7 @@ async fn attempts_exhausted_carries_the_last_response_and_the_log() {
     }
     assert!(log.last().unwrap().delay_after().is_none());
     let response = error.into_response().unwrap();
-    assert_eq!(response.text().await.unwrap(), "down");
+    assert_eq!(response.text().await.unwrap(), "slow down");
 }
 
 #[tokio::test]

@@ -62,7 +62,7 @@ async fn a_slow_attempt_times_out_and_the_retry_succeeds() {
 async fn no_pause_is_started_that_would_end_past_the_deadline() {
     let server = MockServer::start().await;
     Mock::given(method("GET"))
-        .respond_with(ResponseTemplate::new(503))
+        .respond_with(ResponseTemplate::new(429))
         .expect(1)
         .mount(&server)
         .await;

@@ -383,10 +383,11 @@ async fn rollback_before_commit_then_retry_creates_exactly_one_effect() {
     assert_eq!(received[1].handled, Handled::Created(id.unwrap()));
 }
 
-/// Every attempt rolled back: the intent fails with a *known* outcome (503 says
-/// nothing was done), no effect; a later resend with the same key makes one.
+/// Every attempt rolled back: no effect. The client still reports the outcome as
+/// unknown — a 503 may also come from a gateway that forwarded the request — so the
+/// caller resends with the same key, which makes exactly one effect.
 #[tokio::test]
-async fn rollback_on_every_attempt_is_a_known_outcome_and_a_resend_makes_one_effect() {
+async fn rollback_on_every_attempt_leaves_no_effect_and_a_resend_with_the_key_makes_one() {
     let server = ReferenceServer::start(Config::default()).await;
     let key = "order-1848-payment";
     server.plan(key, [Fault::RollbackBeforeCommit; 3]);
@@ -398,7 +399,10 @@ async fn rollback_on_every_attempt_is_a_known_outcome_and_a_resend_makes_one_eff
         .await
         .unwrap_err();
     assert!(error.is_attempts_exhausted(), "{error}");
-    assert!(!error.is_outcome_unknown(), "503 proves no effect");
+    assert!(
+        error.is_outcome_unknown(),
+        "a 503 does not prove that nothing was done"
+    );
     assert_eq!(error.last_status().map(|s| s.as_u16()), Some(503));
     server.assert_state(
         key,
