@@ -43,7 +43,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .await?;
     let status = response.status();
     let log = response.attempt_log().cloned().unwrap_or_default();
-    let key = server.last_key().unwrap_or_default();
+    // The generated key, to keep with the order (here: to reuse it in step 2).
+    let key = log
+        .idempotency_key()
+        .map(|key| key.as_str().to_owned())
+        .unwrap_or_default();
     print_log(&log, &key);
     println!(
         "   -> {status} {}   payments created on the server: {}\n",

@@ -101,6 +101,7 @@ impl<'a> AttemptView<'a> {
 /// A classification: retry the intent, or stop here.
 #[must_use]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Decision {
     /// The failure is transient; another attempt may succeed.
     Retry,

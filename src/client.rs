@@ -184,7 +184,9 @@ pub struct RequestBuilder {
 }
 
 impl RequestBuilder {
-    /// Adds a header.
+    /// Adds a header. The policy's request id header is set by the client on every
+    /// attempt and replaces any value given here; a hand-set idempotency key header
+    /// is taken as the caller's key (as with [`idempotency_key`](Self::idempotency_key)).
     pub fn header<K, V>(self, key: K, value: V) -> Self
     where
         HeaderName: TryFrom<K>,

@@ -613,7 +613,7 @@ impl RetryPolicyConfig {
     /// | `RETRY_TRANSIENT_STATUSES` | `429,503` (empty: no status is transient) |
     /// | `RETRY_RETRY_CONFLICT_WHEN_KEYED` | `true`/`false` (or `1`/`0`) |
     /// | `RETRY_KEY_ATTACHMENT`, `RETRY_KEY_FORMAT` | `always`, `sf_string` |
-    /// | `RETRY_KEY_HEADER`, `RETRY_REQUEST_ID_HEADER` | `X-Idempotency-Key` |
+    /// | `RETRY_KEY_HEADER`, `RETRY_REQUEST_ID_HEADER`, `RETRY_SERVER_HINT_HEADER` | `X-Idempotency-Key` |
     /// | `RETRY_BUDGET` | `unlimited` |
     /// | `RETRY_BUDGET_RATIO`, `_WINDOW`, `_RESERVE`, `_PER_HOST` | `0.2`, `30s`, `5`, `true` |
     /// | `RETRY_RNG_SEED` | `7` |
@@ -844,6 +844,8 @@ impl RetryPolicyConfig {
                 }
             }
             BuildError::ZeroDeadline => "deadline",
+            BuildError::RetryAfterCeilingTooLong(_) => "retry_after_ceiling",
+            BuildError::BudgetSettingsWithSharedBudget => "budget",
             BuildError::ZeroAttemptTimeout | BuildError::AttemptTimeoutExceedsDeadline { .. } => {
                 "attempt_timeout"
             }
@@ -885,6 +887,7 @@ const ENV_SUFFIXES: &[&str] = &[
     "KEY_FORMAT",
     "KEY_HEADER",
     "REQUEST_ID_HEADER",
+    "SERVER_HINT_HEADER",
     "BUDGET",
     "BUDGET_RATIO",
     "BUDGET_WINDOW",

@@ -62,13 +62,20 @@ struct Inner {
     transport: Option<reqwest::Error>,
     /// An error from another middleware in a reqwest-middleware chain.
     other: Option<BoxError>,
-    invalid_key: Option<InvalidKey>,
+    invalid_input: Option<InvalidInput>,
     response: Option<reqwest::Response>,
     last_status: Option<StatusCode>,
     retry_after: Option<Duration>,
     log: AttemptLog,
     outcome_unknown: bool,
     elapsed: Duration,
+}
+
+/// What made a request invalid before anything was sent.
+#[derive(Debug)]
+enum InvalidInput {
+    Key(InvalidKey),
+    ZeroDeadline,
 }
 
 /// Everything the retry loop knows when it gives up.
@@ -95,7 +102,7 @@ impl Error {
         let (mut transport, mut response, mut other) = (None, None, None);
         match last {
             LastResult::Response(last) => response = Some(last),
-            LastResult::Transport(error) => transport = Some(error),
+            LastResult::Transport(error) => transport = Some(without_credentials(error)),
             LastResult::Other(error) => other = Some(error),
             LastResult::Nothing => {}
         }
@@ -105,7 +112,7 @@ impl Error {
                 last_status: response.as_ref().map(reqwest::Response::status),
                 transport,
                 other,
-                invalid_key: None,
+                invalid_input: None,
                 response,
                 retry_after: context.retry_after,
                 log: context.log,
@@ -126,12 +133,21 @@ impl Error {
 
     /// The caller's key was refused; nothing was sent.
     pub(crate) fn invalid_key(source: InvalidKey) -> Self {
+        Self::invalid_input(InvalidInput::Key(source))
+    }
+
+    /// A per-request deadline of zero; nothing was sent.
+    pub(crate) fn zero_deadline() -> Self {
+        Self::invalid_input(InvalidInput::ZeroDeadline)
+    }
+
+    fn invalid_input(input: InvalidInput) -> Self {
         let mut error = Self::give_up(
             GiveUpReason::InvalidRequest,
             LastResult::Nothing,
             GiveUpContext::nothing_sent(),
         );
-        error.inner.invalid_key = Some(source);
+        error.inner.invalid_input = Some(input);
         error
     }
 
@@ -189,6 +205,11 @@ impl Error {
     /// True when an attempt may have reached the server and no final answer came
     /// back: reconcile (status route, or retry later with [`Error::idempotency_key`]),
     /// never resend with a new key.
+    ///
+    /// Deliberately cautious: only a connection that could not be established, a
+    /// 408 and a 429 prove that nothing was done. A timeout, a lost connection, a
+    /// 500, 502, 504, 409 — and a 503, which gateways also send after forwarding the
+    /// request — all leave the outcome unknown.
     pub fn is_outcome_unknown(&self) -> bool {
         self.inner.outcome_unknown
     }
@@ -241,8 +262,24 @@ impl Error {
 
     /// Why a caller-supplied key was refused, for [`GiveUpReason::InvalidRequest`].
     pub fn key_error(&self) -> Option<&InvalidKey> {
-        self.inner.invalid_key.as_ref()
+        match &self.inner.invalid_input {
+            Some(InvalidInput::Key(error)) => Some(error),
+            _ => None,
+        }
     }
+}
+
+/// reqwest's `Debug`/`Display` print the request URL; keep user name and password
+/// out of every log line that prints this error.
+fn without_credentials(mut error: reqwest::Error) -> reqwest::Error {
+    if let Some(url) = error.url_mut() {
+        if !url.username().is_empty() || url.password().is_some() {
+            // Only fails for URLs that cannot carry credentials, which have none.
+            let _ = url.set_username("");
+            let _ = url.set_password(None);
+        }
+    }
+    error
 }
 
 impl GiveUpContext {
@@ -288,8 +325,11 @@ impl fmt::Display for Error {
             GiveUpReason::NotRetryable => {
                 write!(f, "failed after {attempts} and is not retryable")?
             }
-            GiveUpReason::InvalidRequest => match &inner.invalid_key {
-                Some(key_error) => write!(f, "invalid request: {key_error}")?,
+            GiveUpReason::InvalidRequest => match &inner.invalid_input {
+                Some(InvalidInput::Key(key_error)) => write!(f, "invalid request: {key_error}")?,
+                Some(InvalidInput::ZeroDeadline) => {
+                    write!(f, "invalid request: the deadline must be greater than zero")?
+                }
                 None => write!(f, "invalid request")?,
             },
         }
@@ -327,9 +367,7 @@ impl std::error::Error for Error {
         if let Some(error) = &self.inner.other {
             return Some(&**error);
         }
-        self.inner
-            .invalid_key
-            .as_ref()
+        self.key_error()
             .map(|error| error as &(dyn std::error::Error + 'static))
     }
 }

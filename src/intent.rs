@@ -102,6 +102,9 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
             key,
             deadline,
         } = self;
+        if deadline == Some(Duration::ZERO) {
+            return Err(Error::zero_deadline());
+        }
         let started = Instant::now();
         let deadline = Deadline::new(started, deadline);
         let keyed = key.is_some();

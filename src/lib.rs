@@ -59,12 +59,12 @@
 //! | max attempts | 3 (1 + 2 retries) |
 //! | backoff | full jitter, base 100 ms, cap 2 s |
 //! | deadline per intent | 30 s |
-//! | attempt timeout | 10 s, clipped to the time left |
+//! | attempt timeout | 10 s, clipped to the time left (also bounds reading the body) |
 //! | Retry-After ceiling | 30 s |
 //! | transient statuses | 408, 429, 502, 503, 504; 409 on keyed requests |
 //! | idempotency key | UUID v4 on POST/PATCH, header `Idempotency-Key`, bare token |
 //! | request id | UUID v4 per attempt, header `X-Request-Id` |
-//! | retry budget | retries ≤ 10 % of requests over 10 s, + 10 reserve, per client |
+//! | retry budget | retries ≤ 10 % of requests over 10 s, + 10 reserve, one per policy |
 //!
 //! See [`RetryPolicy`] for the reasons behind each.
 //!
@@ -142,6 +142,14 @@ fn _assert_impls() {
     fn send_sync<T: Send + Sync>() {}
     fn clone<T: Clone>() {}
     send_sync::<ResilientClient>();
+    fn send<T: Send>(_: &T) {}
+    fn send_future(client: &ResilientClient) {
+        // What `tokio::spawn` needs: the builder and the future it returns are Send.
+        let builder = client.get("http://127.0.0.1/");
+        send(&builder);
+        send(&builder.send());
+    }
+    let _ = send_future;
     send_sync::<RetryPolicy>();
     send_sync::<Error>();
     send_sync::<RetryBudget>();

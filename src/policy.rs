@@ -15,7 +15,7 @@ use rand::rngs::StdRng;
 use rand::{RngCore, SeedableRng};
 
 use crate::backoff::Backoff;
-use crate::budget::{InvalidBudget, RetryBudget};
+use crate::budget::{InvalidBudget, RetryBudget, RetryBudgetBuilder};
 use crate::classify::{is_idempotent_method, Classifier, StatusSet};
 use crate::idempotency::{KeyAttachment, KeyFormat};
 use crate::sleeper::{Sleeper, TokioSleeper};
@@ -37,6 +37,8 @@ pub(crate) const DEFAULT_RETRY_AFTER_CEILING: Duration = Duration::from_secs(30)
 pub(crate) const DEFAULT_KEY_HEADER: &str = "idempotency-key";
 /// Default request id header.
 pub(crate) const DEFAULT_REQUEST_ID_HEADER: &str = "x-request-id";
+/// Longest Retry-After ceiling accepted: no intent sleeps longer than this.
+pub(crate) const MAX_RETRY_AFTER_CEILING: Duration = Duration::from_secs(3600);
 /// Longest backoff delay accepted.
 pub(crate) const MAX_BACKOFF_DELAY: Duration = Duration::from_secs(3600);
 
@@ -49,13 +51,13 @@ pub(crate) const MAX_BACKOFF_DELAY: Duration = Duration::from_secs(3600);
 /// | max attempts | 3 | 1 + 2 retries, the AWS SDK standard mode |
 /// | backoff | full jitter, base 100 ms, cap 2 s | fewest calls in Brooker's simulation; seed values |
 /// | deadline | 30 s for the whole intent | a user rarely waits longer |
-/// | attempt timeout | 10 s (or the deadline, if shorter), clipped to the time left | one stuck attempt must not eat the deadline |
+/// | attempt timeout | 10 s (or the deadline, if shorter), clipped to the time left; also bounds reading the body, as reqwest's timeout does | one stuck attempt must not eat the deadline |
 /// | Retry-After ceiling | 30 s | longer asks end the intent with the asked time |
 /// | transient statuses | 408, 429, 502, 503, 504 (+409 when keyed) | 500 is opt-in |
 /// | key attachment | POST, PATCH and other non-idempotent methods | they are the ones a key makes retryable |
 /// | key header / format | `Idempotency-Key`, bare token | what Stripe and most APIs accept |
 /// | request id header | `X-Request-Id` | a fresh UUID v4 per attempt |
-/// | budget | retries ≤ 10 % of requests over 10 s + 10 in reserve, one per client | see [`RetryBudget`] |
+/// | budget | retries ≤ 10 % of requests over 10 s + 10 in reserve, one per policy (shared by its clones and every client built from them) | see [`RetryBudget`] |
 /// | randomness | thread-local CSPRNG | seed it for repeatable tests |
 /// | sleeper | tokio timer | inject [`crate::RecordingSleeper`] in tests |
 #[derive(Clone)]
@@ -251,21 +253,14 @@ pub struct RetryPolicyBuilder {
     key_format: KeyFormat,
     key_header: String,
     request_id_header: String,
-    budget: BudgetChoice,
+    /// The settings of the budget this policy creates…
+    budget_settings: RetryBudgetBuilder,
+    /// …unless a budget is handed in (then tuning the settings is a mistake).
+    shared_budget: Option<RetryBudget>,
+    budget_tuned: bool,
     sleeper: Arc<dyn Sleeper>,
     server_hint_header: Option<String>,
     seed: Option<u64>,
-}
-
-#[derive(Clone)]
-enum BudgetChoice {
-    Shared(RetryBudget),
-    Settings {
-        ratio: f64,
-        window: Duration,
-        reserve: u32,
-        per_host: bool,
-    },
 }
 
 impl RetryPolicyBuilder {
@@ -284,12 +279,9 @@ impl RetryPolicyBuilder {
             key_format: KeyFormat::default(),
             key_header: DEFAULT_KEY_HEADER.to_owned(),
             request_id_header: DEFAULT_REQUEST_ID_HEADER.to_owned(),
-            budget: BudgetChoice::Settings {
-                ratio: crate::budget::DEFAULT_RATIO,
-                window: crate::budget::DEFAULT_WINDOW,
-                reserve: crate::budget::DEFAULT_RESERVE,
-                per_host: false,
-            },
+            budget_settings: RetryBudget::builder(),
+            shared_budget: None,
+            budget_tuned: false,
             sleeper: Arc::new(TokioSleeper),
             server_hint_header: None,
             seed: None,
@@ -381,10 +373,10 @@ impl RetryPolicyBuilder {
         self
     }
 
-    /// Share this budget (e.g. between several clients). Overrides the
-    /// `budget_*` settings.
+    /// Share this budget (e.g. between several clients' policies). Combining it
+    /// with a `budget_*` setting is refused by [`build`](Self::build).
     pub fn budget(mut self, budget: RetryBudget) -> Self {
-        self.budget = BudgetChoice::Shared(budget);
+        self.shared_budget = Some(budget);
         self
     }
 
@@ -395,33 +387,29 @@ impl RetryPolicyBuilder {
 
     /// Fraction of requests that may be retried, in (0, 1].
     pub fn budget_ratio(mut self, ratio: f64) -> Self {
-        if let BudgetChoice::Settings { ratio: r, .. } = &mut self.budget {
-            *r = ratio;
-        }
+        self.budget_settings = self.budget_settings.ratio(ratio);
+        self.budget_tuned = true;
         self
     }
 
     /// The budget's sliding window (1 s – 1 h).
     pub fn budget_window(mut self, window: Duration) -> Self {
-        if let BudgetChoice::Settings { window: w, .. } = &mut self.budget {
-            *w = window;
-        }
+        self.budget_settings = self.budget_settings.window(window);
+        self.budget_tuned = true;
         self
     }
 
     /// Retries always available per window, so a quiet client can still retry.
     pub fn budget_reserve(mut self, retries_per_window: u32) -> Self {
-        if let BudgetChoice::Settings { reserve, .. } = &mut self.budget {
-            *reserve = retries_per_window;
-        }
+        self.budget_settings = self.budget_settings.reserve(retries_per_window);
+        self.budget_tuned = true;
         self
     }
 
     /// One budget per host, so one sick host does not drain the others'.
     pub fn budget_per_host(mut self, per_host: bool) -> Self {
-        if let BudgetChoice::Settings { per_host: p, .. } = &mut self.budget {
-            *p = per_host;
-        }
+        self.budget_settings = self.budget_settings.per_host(per_host);
+        self.budget_tuned = true;
         self
     }
 
@@ -453,12 +441,18 @@ impl RetryPolicyBuilder {
     /// than 50 attempts; a zero backoff base, a base above the cap, or a delay above
     /// one hour; a zero deadline or attempt timeout; an attempt timeout longer than
     /// the deadline; an empty or invalid header name, or the same name for the key
-    /// and the request id; budget settings out of range.
+    /// and the request id; a Retry-After ceiling above one hour; budget settings out
+    /// of range, or combined with a shared budget.
     pub fn build(self) -> Result<RetryPolicy, BuildError> {
         if self.max_attempts == 0 || self.max_attempts > MAX_ATTEMPTS_LIMIT {
             return Err(BuildError::MaxAttempts(self.max_attempts));
         }
         validate_backoff(self.backoff)?;
+        if self.retry_after_ceiling > MAX_RETRY_AFTER_CEILING {
+            return Err(BuildError::RetryAfterCeilingTooLong(
+                self.retry_after_ceiling,
+            ));
+        }
         if self.deadline == Some(Duration::ZERO) {
             return Err(BuildError::ZeroDeadline);
         }
@@ -491,20 +485,10 @@ impl RetryPolicyBuilder {
         if key_header == request_id_header {
             return Err(BuildError::SameHeaderNames(key_header.to_string()));
         }
-        let budget = match self.budget {
-            BudgetChoice::Shared(budget) => budget,
-            BudgetChoice::Settings {
-                ratio,
-                window,
-                reserve,
-                per_host,
-            } => RetryBudget::builder()
-                .ratio(ratio)
-                .window(window)
-                .reserve(reserve)
-                .per_host(per_host)
-                .build()
-                .map_err(BuildError::Budget)?,
+        let budget = match self.shared_budget {
+            Some(_) if self.budget_tuned => return Err(BuildError::BudgetSettingsWithSharedBudget),
+            Some(shared) => shared,
+            None => self.budget_settings.build().map_err(BuildError::Budget)?,
         };
         Ok(RetryPolicy {
             inner: Arc::new(PolicyInner {
@@ -600,6 +584,15 @@ pub enum BuildError {
     /// A backoff delay above one hour.
     #[error("backoff delay {0:?} is longer than one hour")]
     BackoffTooLong(Duration),
+    /// `retry_after_ceiling` above one hour (an intent must never sleep for ages).
+    #[error("retry_after_ceiling {0:?} is longer than one hour")]
+    RetryAfterCeilingTooLong(Duration),
+    /// A shared budget was given and budget settings too: the settings would be
+    /// silently ignored.
+    #[error(
+        "budget_ratio/window/reserve/per_host cannot be combined with budget(…) or no_budget()"
+    )]
+    BudgetSettingsWithSharedBudget,
     /// `deadline` is zero.
     #[error("deadline must be greater than zero (use no_deadline() for none)")]
     ZeroDeadline,
@@ -724,6 +717,25 @@ mod tests {
             b().budget_window(Duration::ZERO).build(),
             Err(BuildError::Budget(_))
         ));
+        assert_eq!(
+            b().no_budget().budget_ratio(0.5).build().unwrap_err(),
+            BuildError::BudgetSettingsWithSharedBudget
+        );
+        assert_eq!(
+            b().budget_reserve(0)
+                .budget(RetryBudget::unlimited())
+                .build()
+                .unwrap_err(),
+            BuildError::BudgetSettingsWithSharedBudget
+        );
+        assert!(matches!(
+            b().retry_after_ceiling(Duration::MAX).build(),
+            Err(BuildError::RetryAfterCeilingTooLong(_))
+        ));
+        assert!(b()
+            .retry_after_ceiling(Duration::from_secs(3600))
+            .build()
+            .is_ok());
     }
 
     #[test]

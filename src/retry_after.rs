@@ -95,7 +95,7 @@ pub fn parse_retry_after_bytes(value: &[u8], now: SystemTime) -> Option<Duration
 ///
 /// Sub-second precision is truncated; times before the epoch format as the
 /// epoch.
-#[allow(dead_code)]
+#[cfg_attr(not(any(test, feature = "testing")), allow(dead_code))]
 pub(crate) fn format_imf_fixdate(t: SystemTime) -> String {
     let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let days = i64::try_from(secs / 86_400).unwrap_or(0);

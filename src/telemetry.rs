@@ -75,6 +75,8 @@ pub(crate) fn attempt_span(
         otel.kind = "client",
         http.request.method = %method,
         url.full = %RedactedUrl(url),
+        server.address = url.host_str().unwrap_or(""),
+        server.port = url.port_or_known_default().unwrap_or(0),
         http.request.resend_count = Empty,
         http.response.status_code = Empty,
         error.type = Empty,

@@ -35,7 +35,6 @@ struct State {
     keys: HashMap<String, (String, String)>,
     script: VecDeque<Fault>,
     effects: u32,
-    last_key: Option<String>,
 }
 
 impl PaymentsServer {
@@ -62,11 +61,6 @@ impl PaymentsServer {
     /// Payments created so far.
     pub fn effects(&self) -> u32 {
         self.state.lock().unwrap().effects
-    }
-
-    /// The key of the last payment request received.
-    pub fn last_key(&self) -> Option<String> {
-        self.state.lock().unwrap().last_key.clone()
     }
 }
 
@@ -109,7 +103,6 @@ async fn serve(mut socket: TcpStream, state: Arc<Mutex<State>>) {
 }
 
 fn decide(state: &mut State, key: String, body: String) -> Action {
-    state.last_key = Some(key.clone());
     if let Some((stored_body, stored)) = state.keys.get(&key) {
         return if *stored_body == body {
             Action::Respond("201 Created", "", stored.clone())

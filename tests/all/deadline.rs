@@ -92,9 +92,27 @@ async fn a_per_call_deadline_overrides_the_policy() {
         .send()
         .await
         .unwrap_err();
-    assert!(
-        error.is_deadline_exceeded() || error.is_timeout(),
-        "{error}"
-    );
+    assert!(error.is_deadline_exceeded(), "{error}");
+    assert!(error.is_timeout(), "the attempt was cut by the deadline");
     assert!(started.elapsed() < Duration::from_secs(1));
+}
+
+#[tokio::test]
+async fn a_zero_per_call_deadline_is_refused_before_sending() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200))
+        .expect(0)
+        .mount(&server)
+        .await;
+    let (client, _) = client_with(|p| p);
+    let error = client
+        .get(server.uri())
+        .deadline(Duration::ZERO)
+        .send()
+        .await
+        .unwrap_err();
+    assert!(error.is_invalid_request(), "{error}");
+    assert!(error.to_string().contains("deadline"), "{error}");
+    assert_eq!(error.attempts(), 0);
 }

@@ -31,6 +31,9 @@ async fn same_key_on_every_attempt_and_a_fresh_request_id_each() {
     let requests = received(&server).await;
     assert_eq!(requests.len(), 3);
     let key = single_key(&requests);
+    // The generated key is readable on success, to store with the order.
+    let log = reqwest_resilience::ResponseExt::attempt_log(&response).unwrap();
+    assert_eq!(log.idempotency_key().unwrap().as_str(), key);
     assert_eq!(uuid::Uuid::parse_str(&key).unwrap().get_version_num(), 4);
     assert_distinct_request_ids(&requests);
     // The body is replayed byte for byte.
@@ -142,16 +145,21 @@ async fn a_key_header_set_by_hand_is_the_callers_key() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(fail_then_ok(503, 1))
+        .expect(2)
         .mount(&server)
         .await;
     let (client, _) = client();
-    client
+    let response = client
         .post(server.uri())
         .header("Idempotency-Key", "by-hand-1")
         .send()
         .await
         .unwrap();
+    // Retried (a POST is retried only with a key) under the hand-set key.
+    assert_eq!(response.status(), 200);
     assert_eq!(single_key(&received(&server).await), "by-hand-1");
+    let log = reqwest_resilience::ResponseExt::attempt_log(&response).unwrap();
+    assert_eq!(log.idempotency_key().unwrap().as_str(), "by-hand-1");
 }
 
 #[tokio::test]
@@ -175,4 +183,26 @@ async fn invalid_caller_keys_fail_before_anything_is_sent() {
         assert_eq!(error.attempts(), 0);
         assert!(!error.is_outcome_unknown());
     }
+}
+
+#[tokio::test]
+async fn execute_sends_a_prebuilt_request_as_one_intent() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(fail_then_ok(502, 1))
+        .expect(2)
+        .mount(&server)
+        .await;
+    let (client, _) = client();
+    let request = client
+        .inner()
+        .post(server.uri())
+        .body("{}")
+        .build()
+        .unwrap();
+    let response = client.execute(request).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let requests = received(&server).await;
+    single_key(&requests);
+    assert_distinct_request_ids(&requests);
 }

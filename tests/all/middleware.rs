@@ -123,3 +123,85 @@ async fn intent_options_set_the_key_and_the_deadline() {
         "nothing sent for the bad key"
     );
 }
+
+#[tokio::test]
+async fn intent_options_deadline_and_no_key_are_honoured() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(503))
+        .mount(&server)
+        .await;
+    let counter = Counter::default();
+    let client = chain(&counter, false);
+
+    // Without a key a POST is sent once and its 503 is the answer.
+    let response = client
+        .post(server.uri())
+        .with_extension(IntentOptions::new().without_idempotency_key())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 503);
+    let requests = received(&server).await;
+    assert_eq!(requests.len(), 1);
+    assert!(requests[0].headers.get("idempotency-key").is_none());
+
+    // A zero deadline is refused before anything is sent.
+    let error = client
+        .post(server.uri())
+        .with_extension(IntentOptions::new().deadline(std::time::Duration::ZERO))
+        .send()
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("deadline"), "{error}");
+    assert_eq!(received(&server).await.len(), 1);
+
+    // A slow server: the per-request deadline ends the intent; no_deadline() lifts
+    // a policy deadline so that every attempt (each cut by its own timeout) is made.
+    let slow = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200).set_delay(std::time::Duration::from_secs(2)))
+        .mount(&slow)
+        .await;
+    let sleeper = reqwest_resilience::RecordingSleeper::new();
+    let short = ResilienceMiddleware::new(
+        policy(&sleeper)
+            .deadline(std::time::Duration::from_millis(350))
+            .attempt_timeout(std::time::Duration::from_millis(150))
+            .build()
+            .unwrap(),
+    );
+    let client = ClientBuilder::new(ResilientClient::reqwest_builder().build().unwrap())
+        .with(short)
+        .build();
+    let give_up = |error: reqwest_middleware::Error| match error {
+        reqwest_middleware::Error::Middleware(error) => error
+            .downcast::<reqwest_resilience::Error>()
+            .expect("our typed error"),
+        other => panic!("expected our error, got {other:?}"),
+    };
+    let error = give_up(
+        client
+            .get(slow.uri())
+            .with_extension(IntentOptions::new().deadline(std::time::Duration::from_millis(100)))
+            .send()
+            .await
+            .unwrap_err(),
+    );
+    assert!(error.is_deadline_exceeded(), "{error}");
+    assert_eq!(error.attempts(), 1, "100 ms leave room for one attempt");
+    // The policy's 350 ms deadline cuts the third 150 ms attempt short…
+    let error = give_up(client.get(slow.uri()).send().await.unwrap_err());
+    assert!(error.is_deadline_exceeded(), "{error}");
+    // …and without it all three run to their own timeouts.
+    let error = give_up(
+        client
+            .get(slow.uri())
+            .with_extension(IntentOptions::new().no_deadline())
+            .send()
+            .await
+            .unwrap_err(),
+    );
+    assert!(error.is_attempts_exhausted(), "{error}");
+    assert_eq!(error.attempts(), 3);
+}

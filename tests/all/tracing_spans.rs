@@ -37,6 +37,8 @@ async fn spans_use_otel_names_and_never_log_the_key_the_token_or_the_body() {
         "http.request.resend_count=1",
         "error.type=\"503\"",
         "url.full=",
+        "server.address=\"127.0.0.1\"",
+        "server.port=",
         "idempotency_key=super-se…",
         "transient failure; retrying",
     ] {

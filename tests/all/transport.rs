@@ -97,3 +97,49 @@ async fn an_invalid_url_is_the_callers_error_and_nothing_is_sent() {
     assert!(error.is_invalid_request(), "{error}");
     assert_eq!(error.attempts(), 0);
 }
+
+#[tokio::test]
+async fn a_streamed_body_is_never_sent_twice_after_a_lost_connection() {
+    use bytes::Bytes;
+    let server = DroppingServer::start(1).await;
+    let (client, sleeper) = client();
+    let chunks: Vec<Result<Bytes, std::io::Error>> = vec![Ok(Bytes::from_static(b"upload"))];
+    let error = client
+        .post(&server.url)
+        .idempotency_key("stream-1")
+        .header("content-length", "6")
+        .body(reqwest::Body::wrap_stream(futures_util::stream::iter(
+            chunks,
+        )))
+        .send()
+        .await
+        .unwrap_err();
+    assert!(error.is_body_not_replayable(), "{error}");
+    assert!(
+        error.is_outcome_unknown(),
+        "the upload may have been processed"
+    );
+    assert_eq!(
+        server.received().len(),
+        1,
+        "never a second send of the stream"
+    );
+    assert!(sleeper.delays().is_empty());
+}
+
+#[tokio::test]
+async fn credentials_in_the_url_never_reach_the_error_text() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    drop(listener);
+    let (client, _) = client();
+    // Built by hand: reqwest's own builder would already move the credentials into an
+    // Authorization header, a raw `Request` keeps them in the URL.
+    let url = reqwest::Url::parse(&format!("http://alice:hunter2-secret@{address}/")).unwrap();
+    let request = reqwest::Request::new(http::Method::GET, url);
+    let error = client.execute(request).await.unwrap_err();
+    assert!(error.is_attempts_exhausted(), "{error}");
+    let shown = format!("{error} {error:?} {:?}", error.transport_error());
+    assert!(!shown.contains("hunter2-secret"), "{shown}");
+    assert!(!shown.contains("alice"), "{shown}");
+}

@@ -561,8 +561,8 @@ async fn contract_key_scope_is_client_method_route_and_key() {
 /// With the draft's sf-string wire format, the same key written two ways must be
 /// one intent. Here the caller persisted the header value it sent (`"order-77"`,
 /// the wire form) and, after a lost response, resends with that header set by
-/// hand. The crate takes a hand-set header as the caller's key and then encodes it
-/// *again* (`"\"order-77\""`), so the server sees another key and pays twice.
+/// hand. The crate unquotes a hand-set sf-string header before taking it as the
+/// caller's key (it used to encode it again, `"\"order-77\""`, and pay twice).
 /// Expected: the hand-set header reaches the server unchanged; one payment.
 #[tokio::test]
 async fn lost_response_resent_with_the_sf_string_header_set_by_hand_is_the_same_intent() {
