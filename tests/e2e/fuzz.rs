@@ -394,3 +394,20 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(CASES))]
+
+    /// An oracle that shares no code or algorithm with the crate: `httpdate` formats
+    /// the date, the crate must read back exactly the wait until it.
+    #[test]
+    fn fuzz_imf_fixdates_from_an_independent_formatter_read_back_exactly(
+        date_secs in 0u64..253_402_300_799, now_secs in 0u64..253_402_300_799,
+    ) {
+        let date = UNIX_EPOCH + Duration::from_secs(date_secs);
+        let now = UNIX_EPOCH + Duration::from_secs(now_secs);
+        let text = httpdate::fmt_http_date(date);
+        let expected = date.duration_since(now).unwrap_or(Duration::ZERO);
+        prop_assert_eq!(parse_retry_after(&text, now), Some(expected), "{}", text);
+    }
+}
