@@ -23,6 +23,7 @@ use crate::attempt_log::{AttemptLog, AttemptOutcome, AttemptRecord, TransportFai
 use crate::classify::{
     default_decision, retry_is_safe, status_proves_no_effect, AttemptResult, AttemptView, Decision,
 };
+use crate::clock::Clock;
 use crate::deadline::Deadline;
 use crate::decision::{min_attempt_window, next_step, Facts, GiveUp, NextStep};
 use crate::error::{Error, GiveUpContext, GiveUpReason, LastResult};
@@ -105,7 +106,8 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
         if deadline == Some(Duration::ZERO) {
             return Err(Error::zero_deadline());
         }
-        let started = Instant::now();
+        let clock = &*policy.clock;
+        let started = clock.now();
         let deadline = Deadline::new(started, deadline);
         let keyed = key.is_some();
         if let Some(key) = &key {
@@ -139,6 +141,7 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
 
         let mut state = LoopState {
             log: AttemptLog::new(key),
+            clock,
             may_have_applied: false,
             started,
             rng: None,
@@ -150,11 +153,7 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
         let mut attempt: u32 = 0;
         loop {
             attempt += 1;
-            let attempt_started = if attempt == 1 {
-                started
-            } else {
-                Instant::now()
-            };
+            let attempt_started = if attempt == 1 { started } else { clock.now() };
             let timeout = deadline.attempt_timeout(attempt_started, per_attempt_timeout);
             if timeout == Some(Duration::ZERO) {
                 // The pause overran the deadline (timer granularity).
@@ -181,7 +180,7 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
                 .send(outgoing)
                 .instrument(attempt_span.clone())
                 .await;
-            let duration = attempt_started.elapsed();
+            let duration = clock.now().saturating_duration_since(attempt_started);
 
             let verdict = classify(policy, &attempt_span, &method, url, attempt, keyed, &result);
             drop(attempt_span); // the attempt span ends here, not after the pause
@@ -226,7 +225,7 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
             let facts = Facts {
                 attempts_made: attempt,
                 max_attempts: policy.max_attempts,
-                remaining: deadline.remaining(Instant::now()),
+                remaining: deadline.remaining(clock.now()),
                 retry_after,
                 retry_after_ceiling: policy.retry_after_ceiling,
                 backoff,
@@ -238,7 +237,10 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
                 }
                 NextStep::Wait(delay, reason) => (delay, reason),
             };
-            if !policy.budget.try_withdraw(url.host_str().unwrap_or("")) {
+            if !policy
+                .budget
+                .try_withdraw_at(url.host_str().unwrap_or(""), clock.now())
+            {
                 tracing::warn!(attempt, "retry budget exhausted; not retrying");
                 return Err(state.give_up(GiveUpReason::BudgetExhausted, last, retry_after));
             }
@@ -303,9 +305,10 @@ impl Requests {
 }
 
 /// What the loop accumulates across attempts.
-struct LoopState {
+struct LoopState<'p> {
     /// The attempts so far, and the intent's key.
     log: AttemptLog,
+    clock: &'p dyn Clock,
     /// An attempt may have had an effect on the server (see `Error::is_outcome_unknown`).
     may_have_applied: bool,
     started: Instant,
@@ -314,12 +317,12 @@ struct LoopState {
     previous_delay: Option<Duration>,
 }
 
-impl LoopState {
+impl LoopState<'_> {
     fn context(&mut self, retry_after: Option<Duration>) -> GiveUpContext {
         GiveUpContext {
             log: std::mem::take(&mut self.log),
             outcome_unknown: self.may_have_applied,
-            elapsed: self.started.elapsed(),
+            elapsed: self.clock.now().saturating_duration_since(self.started),
             retry_after,
         }
     }

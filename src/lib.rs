@@ -71,7 +71,10 @@
 //! # Testing your code
 //! Inject [`RecordingSleeper`] (instant, records every pause) and a seed
 //! ([`RetryPolicyBuilder::rng_seed`]) and run against a wiremock server: the retries
-//! happen for real over HTTP, in no time, with repeatable delays. The `testing`
+//! happen for real over HTTP, in no time, with repeatable delays. Add a
+//! [`VirtualClock`] ([`RecordingSleeper::advancing`] and
+//! [`RetryPolicyBuilder::clock`]) and the recorded pauses also use up the deadline
+//! and the budget window as real ones would. The `testing`
 //! feature adds ready-made wiremock responders and assertions (`testing` module).
 //!
 //! # Features
@@ -92,6 +95,7 @@ mod backoff;
 mod budget;
 mod classify;
 mod client;
+mod clock;
 mod deadline;
 mod decision;
 mod error;
@@ -120,6 +124,7 @@ pub use classify::{
     is_idempotent_method, AttemptResult, AttemptView, Classifier, Decision, StatusSet,
 };
 pub use client::{RequestBuilder, ResilientClient};
+pub use clock::{Clock, SystemClock, VirtualClock};
 pub use error::{Error, GiveUpReason};
 pub use idempotency::{IdempotencyKey, InvalidKey, KeyAttachment, KeyFormat, MAX_KEY_LEN};
 pub use ids::RequestId;

@@ -17,6 +17,7 @@ use rand::{RngCore, SeedableRng};
 use crate::backoff::Backoff;
 use crate::budget::{InvalidBudget, RetryBudget, RetryBudgetBuilder};
 use crate::classify::{is_idempotent_method, Classifier, StatusSet};
+use crate::clock::{Clock, SystemClock};
 use crate::idempotency::{KeyAttachment, KeyFormat};
 use crate::sleeper::{Sleeper, TokioSleeper};
 
@@ -60,6 +61,7 @@ pub(crate) const MAX_BACKOFF_DELAY: Duration = Duration::from_secs(3600);
 /// | budget | retries ≤ 10 % of requests over 10 s + 10 in reserve, one per policy (shared by its clones and every client built from them) | see [`RetryBudget`] |
 /// | randomness | thread-local CSPRNG | seed it for repeatable tests |
 /// | sleeper | tokio timer | inject [`crate::RecordingSleeper`] in tests |
+/// | clock | `Instant::now` | inject [`crate::VirtualClock`] so recorded pauses use up the deadline |
 #[derive(Clone)]
 pub struct RetryPolicy {
     pub(crate) inner: Arc<PolicyInner>,
@@ -80,6 +82,7 @@ pub(crate) struct PolicyInner {
     pub(crate) request_id_header: HeaderName,
     pub(crate) budget: RetryBudget,
     pub(crate) sleeper: Arc<dyn Sleeper>,
+    pub(crate) clock: Arc<dyn Clock>,
     pub(crate) server_hint_header: Option<HeaderName>,
     seeded_rng: Option<Mutex<StdRng>>,
 }
@@ -259,6 +262,7 @@ pub struct RetryPolicyBuilder {
     shared_budget: Option<RetryBudget>,
     budget_tuned: bool,
     sleeper: Arc<dyn Sleeper>,
+    clock: Arc<dyn Clock>,
     server_hint_header: Option<String>,
     seed: Option<u64>,
 }
@@ -283,6 +287,7 @@ impl RetryPolicyBuilder {
             shared_budget: None,
             budget_tuned: false,
             sleeper: Arc::new(TokioSleeper),
+            clock: Arc::new(SystemClock),
             server_hint_header: None,
             seed: None,
         }
@@ -428,6 +433,13 @@ impl RetryPolicyBuilder {
         self
     }
 
+    /// Where the loop reads the time (deadline, budget, attempt log). Pair a
+    /// [`crate::VirtualClock`] with [`crate::RecordingSleeper::advancing`] in tests.
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
     /// Seed the jitter for repeatable delays.
     pub fn rng_seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
@@ -506,6 +518,7 @@ impl RetryPolicyBuilder {
                 request_id_header,
                 budget,
                 sleeper: self.sleeper,
+                clock: self.clock,
                 server_hint_header,
                 seeded_rng: self
                     .seed

@@ -11,6 +11,8 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::clock::VirtualClock;
+
 /// A boxed sleep future.
 pub type Sleep = Pin<Box<dyn Future<Output = ()> + Send>>;
 
@@ -34,12 +36,23 @@ impl Sleeper for TokioSleeper {
 #[derive(Clone, Default)]
 pub struct RecordingSleeper {
     delays: Arc<Mutex<Vec<Duration>>>,
+    clock: Option<VirtualClock>,
 }
 
 impl RecordingSleeper {
     /// A sleeper with an empty record.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A sleeper that also moves `clock` forward by every pause, so that (with the
+    /// same clock in the policy, [`crate::RetryPolicyBuilder::clock`]) pauses use up
+    /// the deadline and the budget window as real ones would, without waiting.
+    pub fn advancing(clock: &VirtualClock) -> Self {
+        Self {
+            delays: Arc::default(),
+            clock: Some(clock.clone()),
+        }
     }
 
     /// Every delay requested so far, in order.
@@ -63,6 +76,9 @@ impl RecordingSleeper {
 impl Sleeper for RecordingSleeper {
     fn sleep(&self, duration: Duration) -> Sleep {
         self.lock().push(duration);
+        if let Some(clock) = &self.clock {
+            clock.advance(duration);
+        }
         Box::pin(std::future::ready(()))
     }
 }
@@ -71,6 +87,7 @@ impl fmt::Debug for RecordingSleeper {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RecordingSleeper")
             .field("delays", &*self.lock())
+            .field("advances_a_clock", &self.clock.is_some())
             .finish()
     }
 }

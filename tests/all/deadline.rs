@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use reqwest_resilience::{Backoff, ResilientClient, RetryPolicy};
+use reqwest_resilience::{Backoff, RecordingSleeper, ResilientClient, RetryPolicy, VirtualClock};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -115,4 +115,44 @@ async fn a_zero_per_call_deadline_is_refused_before_sending() {
     assert!(error.is_invalid_request(), "{error}");
     assert!(error.to_string().contains("deadline"), "{error}");
     assert_eq!(error.attempts(), 0);
+}
+
+#[tokio::test]
+async fn recorded_pauses_use_up_the_deadline_on_a_virtual_clock() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(503))
+        .mount(&server)
+        .await;
+    let clock = VirtualClock::new();
+    let sleeper = RecordingSleeper::advancing(&clock);
+    let policy = RetryPolicy::builder()
+        .sleeper(sleeper.clone())
+        .clock(clock.clone())
+        .backoff(Backoff::constant(Duration::from_millis(400)))
+        .max_attempts(10)
+        .deadline(Duration::from_secs(1))
+        .no_budget()
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let error = ResilientClient::with_policy(policy)
+        .get(server.uri())
+        .send()
+        .await
+        .unwrap_err();
+    // Attempts at 0, 400 and 800 ms (virtual); a third pause would end past 1 s.
+    // With pauses that cost nothing, all 10 attempts would have been made.
+    assert!(error.is_deadline_exceeded(), "{error}");
+    assert_eq!(error.attempts(), 3);
+    assert_eq!(sleeper.total(), Duration::from_millis(800));
+    assert!(
+        error.elapsed() >= Duration::from_millis(800),
+        "virtual time counts"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "and nothing waited"
+    );
+    assert_eq!(received(&server).await.len(), 3);
 }
