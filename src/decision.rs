@@ -24,11 +24,19 @@ pub(crate) struct Facts {
     pub(crate) min_attempt_window: Duration,
 }
 
-/// An attempt left with less than a tenth of its timeout would only time out — and
-/// a timed-out attempt may still have been delivered, turning a known outcome into an
-/// unknown one. Without an attempt timeout, 10 ms.
-pub(crate) fn min_attempt_window(attempt_timeout: Option<Duration>) -> Duration {
-    attempt_timeout.map_or(Duration::from_millis(10), |timeout| timeout / 10)
+/// An attempt left with less than a tenth of the time it could normally have (its
+/// timeout, or the whole deadline if that is shorter) would only time out — and a
+/// timed-out attempt may still have been delivered, turning a known outcome into an
+/// unknown one. With neither a timeout nor a deadline, 10 ms.
+pub(crate) fn min_attempt_window(
+    attempt_timeout: Option<Duration>,
+    deadline: Option<Duration>,
+) -> Duration {
+    let longest_attempt = match (attempt_timeout, deadline) {
+        (Some(timeout), Some(deadline)) => Some(timeout.min(deadline)),
+        (timeout, deadline) => timeout.or(deadline),
+    };
+    longest_attempt.map_or(Duration::from_millis(10), |longest| longest / 10)
 }
 
 /// What to do next.
@@ -135,8 +143,12 @@ mod tests {
         };
         // 100 ms of pause would leave 5 ms, less than the 10 ms window.
         assert_eq!(next_step(f), NextStep::GiveUp(GiveUp::DeadlineExceeded));
-        assert_eq!(min_attempt_window(Some(Duration::from_secs(2))), 200 * MS);
-        assert_eq!(min_attempt_window(None), 10 * MS);
+        let s = Duration::from_secs(1);
+        assert_eq!(min_attempt_window(Some(2 * s), None), 200 * MS);
+        // A per-request deadline shorter than the policy's attempt timeout wins.
+        assert_eq!(min_attempt_window(Some(10 * s), Some(s)), 100 * MS);
+        assert_eq!(min_attempt_window(None, Some(s)), 100 * MS);
+        assert_eq!(min_attempt_window(None, None), 10 * MS);
     }
 
     #[test]

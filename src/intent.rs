@@ -108,6 +108,7 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
         }
         let clock = &*policy.clock;
         let started = clock.now();
+        let deadline_limit = deadline;
         let deadline = Deadline::new(started, deadline);
         let keyed = key.is_some();
         if let Some(key) = &key {
@@ -134,7 +135,7 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
         } else {
             Requests::Template(request)
         };
-        let min_attempt_window = min_attempt_window(per_attempt_timeout);
+        let min_attempt_window = min_attempt_window(per_attempt_timeout, deadline_limit);
         policy
             .budget
             .deposit_at(requests.url().host_str().unwrap_or(""), started);

@@ -156,3 +156,27 @@ async fn recorded_pauses_use_up_the_deadline_on_a_virtual_clock() {
     );
     assert_eq!(received(&server).await.len(), 3);
 }
+
+#[tokio::test]
+async fn a_short_per_call_deadline_still_leaves_room_for_retries() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(503).set_delay(100 * MS))
+        .mount(&server)
+        .await;
+    // The policy keeps its 10 s attempt timeout; the call allows 600 ms in all.
+    let (client, _) = client_with(|p| p.no_deadline().max_attempts(10));
+    let error = client
+        .get(server.uri())
+        .deadline(600 * MS)
+        .send()
+        .await
+        .unwrap_err();
+    assert!(error.is_deadline_exceeded(), "{error}");
+    assert!(
+        error.attempts() >= 4,
+        "100 ms attempts fit several times in 600 ms: {}",
+        error.attempts()
+    );
+    assert_eq!(received(&server).await.len() as u32, error.attempts());
+}
