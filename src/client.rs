@@ -24,8 +24,8 @@ use http::Method;
 use reqwest::IntoUrl;
 
 use crate::error::Error;
-use crate::idempotency::{IdempotencyKey, KeyChoice};
 use crate::intent::{BodyFactory, Intent};
+use crate::options::IntentOptions;
 use crate::policy::RetryPolicy;
 
 /// A `reqwest::Client` plus a [`RetryPolicy`]. Cheap to clone; clones share the
@@ -100,8 +100,7 @@ impl ResilientClient {
         RequestBuilder {
             client: self.clone(),
             inner: self.http.request(method, url),
-            key: KeyChoice::Policy,
-            deadline: DeadlineChoice::Policy,
+            options: IntentOptions::new(),
             body_factory: None,
         }
     }
@@ -144,8 +143,7 @@ impl ResilientClient {
         RequestBuilder {
             client: self.clone(),
             inner: reqwest::RequestBuilder::from_parts(self.http.clone(), request),
-            key: KeyChoice::Policy,
-            deadline: DeadlineChoice::Policy,
+            options: IntentOptions::new(),
             body_factory: None,
         }
         .send()
@@ -167,19 +165,13 @@ impl fmt::Debug for ResilientClient {
     }
 }
 
-enum DeadlineChoice {
-    Policy,
-    Set(Option<Duration>),
-}
-
 /// Builds one intent. Mirrors `reqwest::RequestBuilder`; any reqwest setter not
 /// mirrored here is reachable through [`RequestBuilder::map_request`].
 #[must_use = "a RequestBuilder does nothing until you send() it"]
 pub struct RequestBuilder {
     client: ResilientClient,
     inner: reqwest::RequestBuilder,
-    key: KeyChoice,
-    deadline: DeadlineChoice,
+    options: IntentOptions,
     body_factory: Option<BodyFactory>,
 }
 
@@ -293,26 +285,26 @@ impl RequestBuilder {
     /// request retryable whatever its method. An invalid key (control characters,
     /// over 255 bytes, …) fails [`send`](Self::send) before anything is sent.
     pub fn idempotency_key(mut self, key: impl Into<String>) -> Self {
-        self.key = KeyChoice::Caller(IdempotencyKey::new(key));
+        self.options = self.options.idempotency_key(key);
         self
     }
 
     /// Sends without an idempotency key. A POST or PATCH is then retried only when
     /// the connection provably was never established.
     pub fn without_idempotency_key(mut self) -> Self {
-        self.key = KeyChoice::Off;
+        self.options = self.options.without_idempotency_key();
         self
     }
 
     /// Overrides the policy's deadline for this intent.
     pub fn deadline(mut self, deadline: Duration) -> Self {
-        self.deadline = DeadlineChoice::Set(Some(deadline));
+        self.options = self.options.deadline(deadline);
         self
     }
 
     /// No deadline for this intent.
     pub fn no_deadline(mut self) -> Self {
-        self.deadline = DeadlineChoice::Set(None);
+        self.options = self.options.no_deadline();
         self
     }
 
@@ -332,17 +324,12 @@ impl RequestBuilder {
         let RequestBuilder {
             client,
             inner,
-            key,
-            deadline,
+            options,
             body_factory,
         } = self;
         let request = inner.build().map_err(Error::invalid_request)?;
         let policy = &client.policy.inner;
-        let key = key.resolve(policy, &request)?;
-        let deadline = match deadline {
-            DeadlineChoice::Policy => policy.deadline,
-            DeadlineChoice::Set(deadline) => deadline,
-        };
+        let (key, deadline) = options.resolve(policy, &request)?;
         Intent {
             transport: &client.http,
             policy,

@@ -102,6 +102,7 @@ mod error;
 mod idempotency;
 mod ids;
 mod intent;
+mod options;
 mod policy;
 mod retry_after;
 mod sleeper;
@@ -128,6 +129,7 @@ pub use clock::{Clock, SystemClock, VirtualClock};
 pub use error::{Error, GiveUpReason};
 pub use idempotency::{IdempotencyKey, InvalidKey, KeyAttachment, KeyFormat, MAX_KEY_LEN};
 pub use ids::RequestId;
+pub use options::IntentOptions;
 pub use policy::{BuildError, RetryPolicy, RetryPolicyBuilder};
 pub use retry_after::{parse_retry_after, parse_retry_after_bytes, RETRY_AFTER_SATURATION};
 pub use sleeper::{RecordingSleeper, Sleep, Sleeper, TokioSleeper};
@@ -135,10 +137,10 @@ pub use sleeper::{RecordingSleeper, Sleep, Sleeper, TokioSleeper};
 #[cfg(feature = "serde")]
 pub use config::{ConfigError, RetryPolicyConfig};
 #[cfg(feature = "middleware")]
-pub use middleware::{IntentOptions, ResilienceMiddleware};
+pub use middleware::ResilienceMiddleware;
 
 /// The README's examples, compiled as doc tests.
-#[cfg(all(doctest, feature = "json"))]
+#[cfg(all(doctest, feature = "json", feature = "testing"))]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 

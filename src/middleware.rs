@@ -48,13 +48,12 @@
 //! ```
 
 use std::future::Future;
-use std::time::Duration;
 
 use http::Extensions;
 use reqwest_middleware::{Middleware, Next};
 
-use crate::idempotency::{IdempotencyKey, KeyChoice};
 use crate::intent::{Intent, Transport, TransportError};
+use crate::options::IntentOptions;
 use crate::policy::RetryPolicy;
 
 /// Runs each request through the chain as one intent under a [`RetryPolicy`].
@@ -68,54 +67,6 @@ impl ResilienceMiddleware {
     /// passes through, and with anyone holding a clone of the policy).
     pub fn new(policy: RetryPolicy) -> Self {
         Self { policy }
-    }
-}
-
-/// Per-request options, attached with
-/// `reqwest_middleware::RequestBuilder::with_extension`.
-#[derive(Debug, Clone)]
-pub struct IntentOptions {
-    key: KeyChoice,
-    deadline: Option<Option<Duration>>,
-}
-
-impl IntentOptions {
-    /// No overrides: the policy decides.
-    pub fn new() -> Self {
-        Self {
-            key: KeyChoice::Policy,
-            deadline: None,
-        }
-    }
-
-    /// The caller's own idempotency key, sent verbatim on every attempt.
-    pub fn idempotency_key(mut self, key: impl Into<String>) -> Self {
-        self.key = KeyChoice::Caller(IdempotencyKey::new(key));
-        self
-    }
-
-    /// No idempotency key (POST/PATCH are then retried only when never sent).
-    pub fn without_idempotency_key(mut self) -> Self {
-        self.key = KeyChoice::Off;
-        self
-    }
-
-    /// This intent's deadline instead of the policy's.
-    pub fn deadline(mut self, deadline: Duration) -> Self {
-        self.deadline = Some(Some(deadline));
-        self
-    }
-
-    /// No deadline for this intent.
-    pub fn no_deadline(mut self) -> Self {
-        self.deadline = Some(None);
-        self
-    }
-}
-
-impl Default for IntentOptions {
-    fn default() -> Self {
-        Self::new()
     }
 }
 
@@ -141,8 +92,7 @@ impl Middleware for ResilienceMiddleware {
             .cloned()
             .unwrap_or_default();
         let policy = &self.policy.inner;
-        let key = options
-            .key
+        let (key, deadline) = options
             .resolve(policy, &request)
             .map_err(reqwest_middleware::Error::middleware)?;
         Intent {
@@ -151,7 +101,7 @@ impl Middleware for ResilienceMiddleware {
             request,
             body_factory: None,
             key,
-            deadline: options.deadline.unwrap_or(policy.deadline),
+            deadline,
         }
         .run()
         .await
