@@ -64,7 +64,6 @@ struct Inner {
     other: Option<BoxError>,
     invalid_input: Option<InvalidInput>,
     response: Option<reqwest::Response>,
-    last_status: Option<StatusCode>,
     retry_after: Option<Duration>,
     log: AttemptLog,
     outcome_unknown: bool,
@@ -109,7 +108,6 @@ impl Error {
         Self {
             inner: Box::new(Inner {
                 reason,
-                last_status: response.as_ref().map(reqwest::Response::status),
                 transport,
                 other,
                 invalid_input: None,
@@ -226,7 +224,7 @@ impl Error {
 
     /// The status of the last response, if the last attempt got one.
     pub fn last_status(&self) -> Option<StatusCode> {
-        self.inner.last_status
+        self.inner.response.as_ref().map(reqwest::Response::status)
     }
 
     /// The last `Retry-After` the server sent (the requested wait when the error is
@@ -333,7 +331,7 @@ impl fmt::Display for Error {
                 None => write!(f, "invalid request")?,
             },
         }
-        if let Some(status) = inner.last_status {
+        if let Some(status) = self.last_status() {
             write!(f, "; last status {status}")?;
         }
         if inner.outcome_unknown {
@@ -349,7 +347,7 @@ impl fmt::Debug for Error {
         f.debug_struct("Error")
             .field("reason", &inner.reason)
             .field("attempts", &self.attempts())
-            .field("last_status", &inner.last_status)
+            .field("last_status", &self.last_status())
             .field("transport", &inner.transport)
             .field("retry_after", &inner.retry_after)
             .field("key", &self.idempotency_key())
