@@ -322,6 +322,49 @@ mod tests {
         assert_eq!(ok("1d"), Duration::from_secs(86_400));
     }
 
+    mod agrees_with_humantime {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Well-formed parts without fractions, small enough that humantime
+        /// cannot hit its carry panic.
+        fn whole_parts() -> impl Strategy<Value = String> {
+            let unit = prop::sample::select(vec![
+                "ns", "us", "µs", "ms", "s", "m", "h", "sec", "min", "hours", "d", "w",
+            ]);
+            let part = (0u64..1_000_000, unit, prop::bool::ANY)
+                .prop_map(|(n, unit, space)| format!("{n}{}{unit}", if space { " " } else { "" }));
+            prop::collection::vec(part, 1..4).prop_map(|parts| parts.join(" "))
+        }
+
+        proptest! {
+            #[test]
+            fn on_whole_numbers(text in whole_parts()) {
+                prop_assert_eq!(parse_duration(&text), humantime::parse_duration(&text).map_err(|e| e.to_string()));
+            }
+
+            /// Where humantime can divide a fraction exactly, the shim's
+            /// truncation gives the same result.
+            #[test]
+            fn on_fractions_humantime_accepts(
+                whole in 0u64..1_000_000,
+                digits in "[0-9]{1,9}",
+                unit in prop::sample::select(vec!["us", "ms", "s", "m", "h"]),
+            ) {
+                let text = format!("{whole}.{digits}{unit}");
+                if let Ok(expected) = humantime::parse_duration(&text) {
+                    prop_assert_eq!(parse_duration(&text), Ok(expected));
+                }
+            }
+
+            /// Any text at all: an answer, never a panic.
+            #[test]
+            fn never_panics(text in "[0-9 .smhunµdM+-]{0,30}") {
+                let _ = parse_duration(&text);
+            }
+        }
+    }
+
     // Why the shim: each test shows humantime alone getting the case wrong, and
     // the shim getting it right. When one fails on a humantime upgrade, that part
     // of the shim can go.
