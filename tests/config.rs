@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use http::Method;
 use reqwest_resilience::{
-    Backoff, BuildError, ConfigError, KeyFormat, RetryPolicy, RetryPolicyConfig,
+    Backoff, BuildError, ConfigError, KeyFormat, RetryBudget, RetryPolicy, RetryPolicyConfig,
 };
 
 const MS: Duration = Duration::from_millis(1);
@@ -628,4 +628,90 @@ fn to_builder_lets_code_override_the_configuration() {
     let error = toml_config("deadline = \"soon\"").to_builder().unwrap_err();
     assert_names(&error, "deadline");
     assert!(toml_config("max_attempts = 0").to_builder().is_ok());
+}
+
+#[test]
+fn humantime_spellings_work_in_a_file() {
+    let policy = toml_config(
+        r#"
+        deadline = "1 min"
+        attempt_timeout = "20 sec"
+        retry_after_ceiling = "0.5 hours"
+        "#,
+    )
+    .build()
+    .unwrap();
+    assert_eq!(policy.deadline(), Some(60 * S));
+    assert_eq!(policy.attempt_timeout(), Some(20 * S));
+    assert_eq!(policy.retry_after_ceiling(), 1800 * S);
+}
+
+#[test]
+fn a_backoff_table_fills_the_gaps_from_the_default_policy() {
+    let Backoff::FullJitter { base, cap } = RetryPolicy::default().backoff() else {
+        panic!("the default backoff is full jitter");
+    };
+    let backoff = |text: &str| toml_config(text).build().unwrap().backoff();
+    assert_eq!(
+        backoff("[backoff]\ncap = \"5s\""),
+        Backoff::full_jitter(base, 5 * S)
+    );
+    assert_eq!(
+        backoff("[backoff]\nbase = \"1ms\""),
+        Backoff::full_jitter(MS, cap)
+    );
+    assert_eq!(
+        backoff("[backoff]\nstrategy = \"decorrelated_jitter\""),
+        Backoff::decorrelated_jitter(base, cap)
+    );
+}
+
+#[test]
+fn a_budget_out_of_range_names_its_key_from_to_builder_and_build() {
+    for (text, field) in [
+        ("[budget]\nratio = 1.5", "budget.ratio"),
+        ("[budget]\nwindow = \"2h\"", "budget.window"),
+    ] {
+        let config = toml_config(text);
+        for error in [
+            config.to_builder().map(|_| ()).unwrap_err(),
+            config.build().map(|_| ()).unwrap_err(),
+        ] {
+            assert_names(&error, field);
+            assert!(
+                matches!(
+                    &error,
+                    ConfigError::Policy {
+                        source: BuildError::Budget(_),
+                        ..
+                    }
+                ),
+                "{error:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn code_can_replace_the_configured_budget() {
+    let shared = RetryBudget::builder()
+        .ratio(0.5)
+        .reserve(0)
+        .build()
+        .unwrap();
+    let policy = toml_config("[budget]\nratio = 0.2\nreserve = 7")
+        .to_builder()
+        .unwrap()
+        .budget(shared.clone())
+        .build()
+        .unwrap();
+    assert_eq!(policy.budget().ratio(), 0.5);
+    // The policy holds the shared budget itself, not a copy of its settings.
+    shared.deposit("h");
+    shared.deposit("h");
+    assert!(policy.budget().try_withdraw("h"));
+    assert!(
+        !shared.try_withdraw("h"),
+        "one retry for two requests at 50%"
+    );
 }
