@@ -715,3 +715,18 @@ fn code_can_replace_the_configured_budget() {
         "one retry for two requests at 50%"
     );
 }
+
+#[test]
+fn a_name_setting_of_the_wrong_type_names_the_setting_in_json_too() {
+    for (json, field) in [
+        (r#"{"key_format": 5}"#, "key_format"),
+        (r#"{"key_attachment": true}"#, "key_attachment"),
+        (r#"{"backoff": {"strategy": 1}}"#, "backoff.strategy"),
+    ] {
+        let error = serde_json::from_str::<RetryPolicyConfig>(json)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains(field), "{field} not in {error}");
+        assert!(error.contains("one of"), "{error}");
+    }
+}

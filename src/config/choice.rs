@@ -3,6 +3,10 @@
 //! same in a file and in an environment variable, and a wrong one is answered
 //! with every accepted name.
 
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
 
 use super::error::ConfigError;
@@ -23,29 +27,32 @@ pub(super) trait Choice: Sized + Copy + PartialEq + 'static {
             .map_or("", |(name, _)| name)
     }
 
+    /// Every accepted name, for messages.
+    fn expected() -> String {
+        let names: Vec<String> = Self::NAMES
+            .iter()
+            .map(|(name, _)| format!("{name:?}"))
+            .collect();
+        format!("one of {}", names.join(", "))
+    }
+
     /// Parses `value`; an error names `field` (a setting path or a variable).
     fn parse(field: &str, value: &str) -> Result<Self, ConfigError> {
         Self::NAMES
             .iter()
             .find(|(name, _)| name.eq_ignore_ascii_case(value.trim()))
             .map(|(_, choice)| *choice)
-            .ok_or_else(|| {
-                let names: Vec<String> = Self::NAMES
-                    .iter()
-                    .map(|(name, _)| format!("{name:?}"))
-                    .collect();
-                ConfigError::InvalidValue {
-                    field: field.to_owned(),
-                    value: value.to_owned(),
-                    expected: format!("one of {}", names.join(", ")),
-                }
+            .ok_or_else(|| ConfigError::InvalidValue {
+                field: field.to_owned(),
+                value: value.to_owned(),
+                expected: Self::expected(),
             })
     }
 }
 
 /// `backoff.strategy`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(try_from = "String", into = "&'static str")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(into = "&'static str")]
 pub(super) enum Strategy {
     FullJitter,
     DecorrelatedJitter,
@@ -64,8 +71,8 @@ impl Choice for Strategy {
 }
 
 /// `key_attachment`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(try_from = "String", into = "&'static str")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(into = "&'static str")]
 pub(super) struct KeyAttachmentSetting(pub(super) KeyAttachment);
 
 impl Choice for KeyAttachmentSetting {
@@ -78,8 +85,8 @@ impl Choice for KeyAttachmentSetting {
 }
 
 /// `key_format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(try_from = "String", into = "&'static str")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(into = "&'static str")]
 pub(super) struct KeyFormatSetting(pub(super) KeyFormat);
 
 impl Choice for KeyFormatSetting {
@@ -90,15 +97,29 @@ impl Choice for KeyFormatSetting {
     ];
 }
 
-// serde reads a name through `TryFrom<String>` (the error is the
-// `ConfigError`'s message, naming the setting) and writes it through `&str`.
+/// Reads a name. Hand-written rather than a derived `try_from = "String"`: serde's
+/// `String` answers a number with "expected a string", which in JSON names no
+/// setting; this answers with the setting and its names.
+struct ChoiceVisitor<T>(PhantomData<T>);
+
+impl<T: Choice> Visitor<'_> for ChoiceVisitor<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", T::FIELD, T::expected())
+    }
+
+    fn visit_str<E: de::Error>(self, value: &str) -> Result<T, E> {
+        T::parse(T::FIELD, value).map_err(E::custom)
+    }
+}
+
+// Read through `ChoiceVisitor`, written (derived `Serialize`) as the name.
 macro_rules! serde_through_names {
     ($($choice:ty),*) => {$(
-        impl TryFrom<String> for $choice {
-            type Error = ConfigError;
-
-            fn try_from(name: String) -> Result<Self, ConfigError> {
-                Self::parse(Self::FIELD, &name)
+        impl<'de> Deserialize<'de> for $choice {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                deserializer.deserialize_str(ChoiceVisitor(PhantomData))
             }
         }
 
