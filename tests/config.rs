@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use http::Method;
 use reqwest_resilience::{
-    Backoff, BuildError, ConfigError, KeyFormat, RetryPolicy, RetryPolicyConfig,
+    Backoff, BuildError, ConfigError, KeyFormat, RetryBudget, RetryPolicy, RetryPolicyConfig,
 };
 
 const MS: Duration = Duration::from_millis(1);
@@ -47,6 +47,7 @@ attempt_timeout = "1.5s"
 retry_after_ceiling = "20s"
 transient_statuses = [429, 500, 503]
 retry_conflict_when_keyed = false
+conflict_delay = "2s"
 key_attachment = "always"
 key_format = "sf_string"
 key_header = "X-Idempotency-Key"
@@ -75,6 +76,7 @@ fn assert_full_policy(policy: &RetryPolicy) {
     assert_eq!(policy.deadline(), Some(5 * S));
     assert_eq!(policy.attempt_timeout(), Some(1500 * MS));
     assert_eq!(policy.retry_after_ceiling(), 20 * S);
+    assert_eq!(policy.conflict_delay(), 2 * S);
     assert_eq!(
         policy.transient_statuses().iter().collect::<Vec<_>>(),
         vec![429, 500, 503]
@@ -116,6 +118,7 @@ fn a_json_file_becomes_the_policy_it_describes() {
         "retry_after_ceiling": "20s",
         "transient_statuses": [429, 500, 503],
         "retry_conflict_when_keyed": false,
+        "conflict_delay": "2s",
         "key_attachment": "always",
         "key_format": "sf_string",
         "key_header": "X-Idempotency-Key",
@@ -477,6 +480,7 @@ fn environment_variables_configure_every_setting() {
             ("RETRY_RETRY_AFTER_CEILING", "20s"),
             ("RETRY_TRANSIENT_STATUSES", "429, 500,503"),
             ("RETRY_RETRY_CONFLICT_WHEN_KEYED", "false"),
+            ("RETRY_CONFLICT_DELAY", "2s"),
             ("RETRY_KEY_ATTACHMENT", "always"),
             ("RETRY_KEY_FORMAT", "sf_string"),
             ("RETRY_KEY_HEADER", "X-Idempotency-Key"),
@@ -630,4 +634,96 @@ fn to_builder_lets_code_override_the_configuration() {
     let error = toml_config("deadline = \"soon\"").to_builder().unwrap_err();
     assert_names(&error, "deadline");
     assert!(toml_config("max_attempts = 0").to_builder().is_ok());
+}
+
+#[test]
+fn humantime_spellings_work_in_a_file() {
+    let policy = toml_config(
+        r#"
+        deadline = "1 min"
+        attempt_timeout = "20 sec"
+        retry_after_ceiling = "0.5 hours"
+        "#,
+    )
+    .build()
+    .unwrap();
+    assert_eq!(policy.deadline(), Some(60 * S));
+    assert_eq!(policy.attempt_timeout(), Some(20 * S));
+    assert_eq!(policy.retry_after_ceiling(), 1800 * S);
+}
+
+#[test]
+fn a_backoff_table_fills_the_gaps_from_the_default_policy() {
+    let Backoff::FullJitter { base, cap } = RetryPolicy::default().backoff() else {
+        panic!("the default backoff is full jitter");
+    };
+    let backoff = |text: &str| toml_config(text).build().unwrap().backoff();
+    assert_eq!(
+        backoff("[backoff]\ncap = \"5s\""),
+        Backoff::full_jitter(base, 5 * S)
+    );
+    assert_eq!(
+        backoff("[backoff]\nbase = \"1ms\""),
+        Backoff::full_jitter(MS, cap)
+    );
+    assert_eq!(
+        backoff("[backoff]\nstrategy = \"decorrelated_jitter\""),
+        Backoff::decorrelated_jitter(base, cap)
+    );
+}
+
+#[test]
+fn a_budget_out_of_range_names_its_key_from_to_builder_and_build() {
+    for (text, field) in [
+        ("[budget]\nratio = 1.5", "budget.ratio"),
+        ("[budget]\nwindow = \"2h\"", "budget.window"),
+    ] {
+        let config = toml_config(text);
+        for error in [
+            config.to_builder().map(|_| ()).unwrap_err(),
+            config.build().map(|_| ()).unwrap_err(),
+        ] {
+            assert_names(&error, field);
+            assert!(matches!(&error, ConfigError::Budget { .. }), "{error:?}");
+        }
+    }
+}
+
+#[test]
+fn code_can_replace_the_configured_budget() {
+    let shared = RetryBudget::builder()
+        .ratio(0.5)
+        .reserve(0)
+        .build()
+        .unwrap();
+    let policy = toml_config("[budget]\nratio = 0.2\nreserve = 7")
+        .to_builder()
+        .unwrap()
+        .budget(shared.clone())
+        .build()
+        .unwrap();
+    assert_eq!(policy.budget().ratio(), 0.5);
+    // The policy holds the shared budget itself, not a copy of its settings.
+    shared.deposit("h");
+    shared.deposit("h");
+    assert!(policy.budget().try_withdraw("h"));
+    assert!(
+        !shared.try_withdraw("h"),
+        "one retry for two requests at 50%"
+    );
+}
+
+#[test]
+fn a_name_setting_of_the_wrong_type_names_the_setting_in_json_too() {
+    for (json, field) in [
+        (r#"{"key_format": 5}"#, "key_format"),
+        (r#"{"key_attachment": true}"#, "key_attachment"),
+        (r#"{"backoff": {"strategy": 1}}"#, "backoff.strategy"),
+    ] {
+        let error = serde_json::from_str::<RetryPolicyConfig>(json)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains(field), "{field} not in {error}");
+        assert!(error.contains("one of"), "{error}");
+    }
 }
