@@ -1,0 +1,67 @@
+//! Shared helpers for the journal tests.
+
+pub mod pg;
+
+use std::time::Duration;
+
+use reqwest_resilience_journal::{NewIntent, PostgresStore, SqliteStore};
+
+/// A fresh SQLite journal file in the temp directory (removed by the OS's temp
+/// cleanup; each test has its own).
+pub fn sqlite_path(test: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!(
+        "journal-{test}-{}-{}.sqlite",
+        std::process::id(),
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    ))
+}
+
+pub fn sqlite_store(test: &str) -> SqliteStore {
+    SqliteStore::open(sqlite_path(test)).expect("open a SQLite journal")
+}
+
+/// A PostgreSQL journal in a schema of its own, or `None` (skipped loudly).
+pub async fn postgres_store(test: &str) -> Option<PostgresStore> {
+    let conninfo = pg::fresh_schema(test).await?;
+    Some(
+        PostgresStore::connect(&conninfo)
+            .await
+            .expect("connect the PostgreSQL journal"),
+    )
+}
+
+/// A POST intent with a JSON body and a deadline.
+pub fn payment(key: &str) -> NewIntent {
+    let mut intent = NewIntent::new(key, http::Method::POST, "http://127.0.0.1:9/payments");
+    intent.body = format!(r#"{{"amount":500,"key":"{key}"}}"#).into_bytes();
+    intent.deadline = Some(Duration::from_secs(5));
+    intent
+}
+
+/// Runs each named async test function against both backends: `sqlite::NAME` and
+/// `postgres::NAME`. Each function takes a fresh store (`impl JournalStore + Clone`).
+#[macro_export]
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::support::sqlite_store(stringify!($name))).await
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let Some(store) = $crate::support::postgres_store(stringify!($name)).await
+                    else {
+                        return;
+                    };
+                    super::$name(store).await
+                }
+            )*
+        }
+    };
+}
