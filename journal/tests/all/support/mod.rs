@@ -1,6 +1,8 @@
 //! Shared helpers for the journal tests.
 
+pub mod backend;
 pub mod pg;
+pub mod server;
 
 use std::time::Duration;
 
