@@ -188,8 +188,11 @@ pub struct ScheduledDelay {
 pub enum DelayReason {
     /// Chosen by the backoff strategy.
     Backoff,
-    /// Requested by the server's `Retry-After`.
+    /// Requested by the server's `Retry-After` (or a classifier's delay).
     RetryAfter,
+    /// A 409: the server is still executing the same key; the policy's
+    /// `conflict_delay` sets the least pause.
+    Conflict,
 }
 
 impl DelayReason {
@@ -198,6 +201,7 @@ impl DelayReason {
         match self {
             Self::Backoff => "backoff",
             Self::RetryAfter => "retry-after",
+            Self::Conflict => "conflict",
         }
     }
 }

@@ -19,7 +19,8 @@
 
 use std::time::Duration;
 
-use rand::Rng;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 
 /// A backoff strategy. Cheap to copy; holds no state (the previous delay and the
 /// random source are passed in).
@@ -27,13 +28,12 @@ use rand::Rng;
 /// # Examples
 /// ```
 /// use std::time::Duration;
-/// use rand::SeedableRng;
 /// use reqwest_resilience::Backoff;
 ///
 /// let backoff = Backoff::full_jitter(Duration::from_millis(100), Duration::from_secs(2));
-/// let mut rng = rand::rngs::StdRng::seed_from_u64(7);
-/// let delays: Vec<Duration> = backoff.delays(&mut rng).take(5).collect();
+/// let delays: Vec<Duration> = backoff.delays(7).take(5).collect();
 /// assert!(delays.iter().all(|d| *d <= Duration::from_secs(2)));
+/// assert_eq!(delays, backoff.delays(7).take(5).collect::<Vec<_>>()); // same seed, same delays
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -87,7 +87,7 @@ impl Backoff {
 
     /// The delay before retry number `retry` (0 for the first retry), given the
     /// delay chosen before the previous retry (for decorrelated jitter).
-    pub fn delay<R: Rng + ?Sized>(
+    pub(crate) fn delay<R: Rng + ?Sized>(
         &self,
         retry: u32,
         previous: Option<Duration>,
@@ -107,12 +107,14 @@ impl Backoff {
         }
     }
 
-    /// The endless sequence of delays this strategy produces with `rng`, as an
-    /// iterator (take as many as you have retries).
-    pub fn delays<'r, R: Rng + ?Sized>(&self, rng: &'r mut R) -> Delays<'r, R> {
+    /// The endless sequence of delays this strategy produces before retries 1, 2,
+    /// 3, …, jittered from `seed`: the same seed gives the same sequence (take as
+    /// many as you have retries). The retry loop draws its own from the policy's
+    /// random source; this is for simulations, plots and tests.
+    pub fn delays(&self, seed: u64) -> Delays {
         Delays {
             backoff: *self,
-            rng,
+            rng: StdRng::seed_from_u64(seed),
             retry: 0,
             previous: None,
         }
@@ -120,19 +122,19 @@ impl Backoff {
 }
 
 /// Iterator over a strategy's delays; see [`Backoff::delays`].
-#[derive(Debug)]
-pub struct Delays<'r, R: ?Sized> {
+#[derive(Debug, Clone)]
+pub struct Delays {
     backoff: Backoff,
-    rng: &'r mut R,
+    rng: StdRng,
     retry: u32,
     previous: Option<Duration>,
 }
 
-impl<R: Rng + ?Sized> Iterator for Delays<'_, R> {
+impl Iterator for Delays {
     type Item = Duration;
 
     fn next(&mut self) -> Option<Duration> {
-        let delay = self.backoff.delay(self.retry, self.previous, self.rng);
+        let delay = self.backoff.delay(self.retry, self.previous, &mut self.rng);
         self.retry = self.retry.saturating_add(1);
         self.previous = Some(delay);
         Some(delay)
@@ -163,7 +165,6 @@ fn saturating_nanos(duration: Duration) -> u64 {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use rand::{rngs::StdRng, SeedableRng};
 
     const MS: Duration = Duration::from_millis(1);
 
@@ -179,15 +180,10 @@ mod tests {
     #[test]
     fn same_seed_same_delays() {
         let backoff = Backoff::decorrelated_jitter(100 * MS, 2000 * MS);
-        let a: Vec<_> = backoff
-            .delays(&mut StdRng::seed_from_u64(1))
-            .take(8)
-            .collect();
-        let b: Vec<_> = backoff
-            .delays(&mut StdRng::seed_from_u64(1))
-            .take(8)
-            .collect();
+        let a: Vec<_> = backoff.delays(1).take(8).collect();
+        let b: Vec<_> = backoff.delays(1).take(8).collect();
         assert_eq!(a, b);
+        assert_ne!(a, backoff.delays(2).take(8).collect::<Vec<_>>());
     }
 
     #[test]

@@ -55,6 +55,8 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use crate::gate::{GateScope, RetryCause, RetryGate};
+
 /// Default share of requests that may be retried.
 pub(crate) const DEFAULT_RATIO: f64 = 0.1;
 /// Default sliding window.
@@ -360,6 +362,22 @@ impl RetryBudget {
     /// Whether each host (scope) has its own window.
     pub fn is_per_host(&self) -> bool {
         self.inner.per_host
+    }
+}
+
+/// The budget as the policy's retry gate: every intent deposits, every retry after
+/// a transient failure withdraws. Waiting out a 409 "in progress" is not outage
+/// load and is never refused.
+impl RetryGate for RetryBudget {
+    fn intent_started(&self, scope: &GateScope<'_>) {
+        self.deposit_at(scope.host(), scope.now());
+    }
+
+    fn allow_retry(&self, scope: &GateScope<'_>, cause: RetryCause) -> bool {
+        match cause {
+            RetryCause::Conflict => true,
+            _ => self.try_withdraw_at(scope.host(), scope.now()),
+        }
     }
 }
 

@@ -13,9 +13,15 @@
 //!    idempotency key, or when the connection provably was never established. This
 //!    rule is not configurable: it is what keeps a customer from paying twice.
 
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::header::HeaderName;
 use http::{HeaderMap, Method, StatusCode};
 
-use crate::attempt_log::TransportFailure;
+use crate::attempt_log::{AttemptOutcome, TransportFailure};
+use crate::clock::Clock;
+use crate::retry_after::retry_after_of;
 
 /// A borrowed view of one finished attempt, given to a [`Classifier`].
 #[derive(Debug)]
@@ -105,13 +111,26 @@ impl<'a> AttemptView<'a> {
 pub enum Decision {
     /// The failure is transient; another attempt may succeed.
     Retry,
+    /// Transient, and the next attempt must not start before this long — e.g. a
+    /// vendor header that says when to come back. Treated like a `Retry-After`
+    /// (it replaces the header's value): the pause is at least this long, and a
+    /// wait beyond the ceiling or the deadline ends the intent at once.
+    RetryAfter(Duration),
     /// Final: a success, or a failure that will not change on retry.
     Stop,
 }
 
+impl Decision {
+    /// True for [`Retry`](Self::Retry) and [`RetryAfter`](Self::RetryAfter).
+    pub fn is_retry(&self) -> bool {
+        matches!(self, Self::Retry | Self::RetryAfter(_))
+    }
+}
+
 /// A user-supplied classification, consulted before the default one.
 ///
-/// Return `Some` to decide, `None` to fall back to the default. Method safety is
+/// Return `Some` to decide, `None` to fall back to the default. A classifier may
+/// also say when to come back ([`Decision::RetryAfter`]), as smithy-rs's do. Method safety is
 /// applied afterwards and cannot be overridden: a classifier can make a POST
 /// *without* key retryable only for failures where the request never left.
 ///
@@ -222,11 +241,108 @@ pub fn is_idempotent_method(method: &Method) -> bool {
     )
 }
 
+/// A policy's classification settings (see [`RetryPolicyBuilder`](crate::RetryPolicyBuilder)).
+#[derive(Clone)]
+pub(crate) struct Rules {
+    pub(crate) classifier: Option<Arc<dyn Classifier>>,
+    pub(crate) server_hint_header: Option<HeaderName>,
+    pub(crate) transient_statuses: StatusSet,
+    pub(crate) retry_conflict_when_keyed: bool,
+}
+
+/// What one attempt's classification concluded.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Verdict {
+    pub(crate) outcome: AttemptOutcome,
+    /// The classifier says another attempt may succeed…
+    pub(crate) transient: bool,
+    /// …and the method/key rules allow one.
+    pub(crate) safe: bool,
+    /// The earliest the next attempt may start (Retry-After or the classifier's
+    /// word); only read when a retry follows.
+    pub(crate) retry_after: Option<Duration>,
+    /// A 409 on a keyed request: the same key is still executing on the server.
+    pub(crate) conflict: bool,
+}
+
+impl Verdict {
+    /// Retry the intent (before deadline, attempts and budget have their say)?
+    pub(crate) fn retry(&self) -> bool {
+        self.transient && self.safe
+    }
+
+    /// Could this attempt have had an effect on the server (see
+    /// `Error::is_outcome_unknown`)? Only transient failures count: a final response
+    /// is an answer, not an unknown.
+    pub(crate) fn may_have_applied(&self) -> bool {
+        match self.outcome {
+            AttemptOutcome::Status(status) => self.transient && !status_proves_no_effect(status),
+            AttemptOutcome::Failed(failure) => failure.may_have_reached_server(),
+        }
+    }
+}
+
+/// Classifies one finished attempt: the caller's classifier first, then the
+/// server's explicit hint, then the default; method safety last, and it cannot be
+/// overridden. An HTTP-date `Retry-After` is measured from `clock`'s wall time.
+pub(crate) fn classify(rules: &Rules, view: &AttemptView<'_>, clock: &dyn Clock) -> Verdict {
+    let decision = rules
+        .classifier
+        .as_ref()
+        .and_then(|classifier| classifier.classify(view))
+        .or_else(|| server_hint(rules.server_hint_header.as_ref(), view))
+        .unwrap_or_else(|| {
+            default_decision(
+                view,
+                &rules.transient_statuses,
+                view.keyed && rules.retry_conflict_when_keyed,
+            )
+        });
+    let transient = decision.is_retry();
+    let safe = retry_is_safe(view.method, view.keyed, &view.result);
+    let asked = match decision {
+        Decision::RetryAfter(delay) => Some(delay),
+        _ => None,
+    };
+    let (outcome, headers) = match view.result {
+        AttemptResult::Response { status, headers } => {
+            (AttemptOutcome::Status(status), Some(headers))
+        }
+        AttemptResult::Error { failure, .. } => (AttemptOutcome::Failed(failure), None),
+    };
+    // Dates are only parsed for statuses about to be retried.
+    let retry_after = (transient && safe)
+        .then(|| {
+            asked.or_else(|| headers.and_then(|headers| retry_after_of(headers, clock.wall_now())))
+        })
+        .flatten();
+    Verdict {
+        outcome,
+        transient,
+        safe,
+        retry_after,
+        conflict: transient && view.keyed && view.status() == Some(StatusCode::CONFLICT),
+    }
+}
+
+/// A server's explicit word on retrying (e.g. `Stripe-Should-Retry: true|false`),
+/// when the policy names such a header.
+fn server_hint(header: Option<&HeaderName>, view: &AttemptView<'_>) -> Option<Decision> {
+    let value = view.headers()?.get(header?)?.to_str().ok()?.trim();
+    if value.eq_ignore_ascii_case("true") {
+        Some(Decision::Retry)
+    } else if value.eq_ignore_ascii_case("false") {
+        Some(Decision::Stop)
+    } else {
+        None
+    }
+}
+
 /// The default classification of an attempt.
 ///
 /// `retry_conflict` is true for a keyed request when 409 ("same key still in
 /// progress") is to be waited out.
-pub(crate) fn default_decision(
+fn default_decision(
     view: &AttemptView<'_>,
     transient: &StatusSet,
     retry_conflict: bool,
@@ -249,7 +365,7 @@ pub(crate) fn default_decision(
 }
 
 /// May this request be sent again after this attempt, whatever the classification?
-pub(crate) fn retry_is_safe(method: &Method, keyed: bool, result: &AttemptResult<'_>) -> bool {
+fn retry_is_safe(method: &Method, keyed: bool, result: &AttemptResult<'_>) -> bool {
     if keyed || is_idempotent_method(method) {
         return true;
     }
@@ -267,7 +383,7 @@ pub(crate) fn retry_is_safe(method: &Method, keyed: bool, result: &AttemptResult
 /// fully received; 429: refused by rate limiting, before any work. Anything else that
 /// failed may have had an effect — including 503, which gateways (Envoy, nginx, cloud
 /// load balancers) also send after forwarding the request upstream.
-pub(crate) fn status_proves_no_effect(status: StatusCode) -> bool {
+fn status_proves_no_effect(status: StatusCode) -> bool {
     matches!(status.as_u16(), 408 | 429)
 }
 

@@ -25,6 +25,7 @@ use reqwest::IntoUrl;
 
 use crate::error::Error;
 use crate::intent::{BodyFactory, Intent};
+use crate::observer::IntentObserver;
 use crate::options::IntentOptions;
 use crate::policy::RetryPolicy;
 
@@ -308,6 +309,12 @@ impl RequestBuilder {
         self
     }
 
+    /// Adds an [`IntentObserver`] for this intent only (after the policy's).
+    pub fn observer(mut self, observer: Arc<dyn IntentObserver>) -> Self {
+        self.options = self.options.observer(observer);
+        self
+    }
+
     /// Sends the intent.
     ///
     /// Returns `Ok(response)` for any response that is final: a success, or a
@@ -329,14 +336,15 @@ impl RequestBuilder {
         } = self;
         let request = inner.build().map_err(Error::invalid_request)?;
         let policy = &client.policy.inner;
-        let (key, deadline) = options.resolve(policy, &request)?;
+        let resolved = options.resolve(policy, &request)?;
         Intent {
             transport: &client.http,
             policy,
             request,
             body_factory,
-            key,
-            deadline,
+            key: resolved.key,
+            deadline: resolved.deadline,
+            observers: resolved.observers,
         }
         .run()
         .await

@@ -13,12 +13,19 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// A source of the current time.
 pub trait Clock: Send + Sync + 'static {
-    /// Now.
+    /// Now, on the monotonic clock (deadlines, pauses, the budget window).
     fn now(&self) -> Instant;
+
+    /// Now, on the wall clock: what an HTTP-date in `Retry-After` is measured
+    /// against. Advances with [`now`](Self::now) on a [`VirtualClock`], so a test's
+    /// recorded pauses move dates closer too.
+    fn wall_now(&self) -> SystemTime {
+        SystemTime::now()
+    }
 }
 
 /// The real monotonic clock (`Instant::now`), the default.
@@ -65,6 +72,11 @@ impl Clock for VirtualClock {
         let now = Instant::now();
         now.checked_add(self.offset()).unwrap_or(now)
     }
+
+    fn wall_now(&self) -> SystemTime {
+        let now = SystemTime::now();
+        now.checked_add(self.offset()).unwrap_or(now)
+    }
 }
 
 #[cfg(test)]
@@ -79,6 +91,14 @@ mod tests {
         shared.advance(Duration::from_secs(5));
         assert_eq!(clock.offset(), Duration::from_secs(5));
         assert!(clock.now() >= before + Duration::from_secs(5));
+        let wall = clock
+            .wall_now()
+            .duration_since(SystemTime::now())
+            .unwrap_or_default();
+        assert!(
+            wall >= Duration::from_secs(4),
+            "wall clock advanced: {wall:?}"
+        );
         shared.advance(Duration::MAX);
         assert_eq!(clock.offset(), Duration::from_nanos(u64::MAX));
         let _ = clock.now(); // saturates instead of panicking

@@ -14,7 +14,7 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
 use crate::backoff::Backoff;
-use crate::budget::InvalidBudget;
+use crate::budget::{InvalidBudget, RetryBudget};
 use crate::classify::StatusSet;
 use crate::idempotency::{KeyAttachment, KeyFormat};
 use crate::policy::{BuildError, RetryPolicy, RetryPolicyBuilder, DEFAULT_BACKOFF};
@@ -561,18 +561,31 @@ impl RetryPolicyConfig {
             None => {}
             Some(BudgetConfig::Unlimited) => builder = builder.no_budget(),
             Some(BudgetConfig::Limited(settings)) => {
+                let mut budget = RetryBudget::builder();
                 if let Some(ratio) = settings.ratio {
-                    builder = builder.budget_ratio(ratio);
+                    budget = budget.ratio(ratio);
                 }
                 if let Some(DurationText(text)) = &settings.window {
-                    builder = builder.budget_window(duration_setting("budget.window", text)?);
+                    budget = budget.window(duration_setting("budget.window", text)?);
                 }
                 if let Some(reserve) = settings.reserve {
-                    builder = builder.budget_reserve(reserve);
+                    budget = budget.reserve(reserve);
                 }
                 if let Some(per_host) = settings.per_host {
-                    builder = builder.budget_per_host(per_host);
+                    budget = budget.per_host(per_host);
                 }
+                let budget = budget.build().map_err(|invalid| {
+                    let (field, value) = match invalid {
+                        InvalidBudget::Ratio(ratio) => ("budget.ratio", ratio.to_string()),
+                        InvalidBudget::Window(window) => ("budget.window", format!("{window:?}")),
+                    };
+                    ConfigError::InvalidValue {
+                        field: field.to_owned(),
+                        value,
+                        expected: invalid.to_string(),
+                    }
+                })?;
+                builder = builder.budget(budget);
             }
         }
         if let Some(seed) = self.rng_seed {
@@ -845,16 +858,13 @@ impl RetryPolicyConfig {
             }
             BuildError::ZeroDeadline => "deadline",
             BuildError::RetryAfterCeilingTooLong(_) => "retry_after_ceiling",
-            BuildError::BudgetSettingsWithSharedBudget => "budget",
+            BuildError::ConflictDelayTooLong(_) => "conflict_delay",
             BuildError::ZeroAttemptTimeout | BuildError::AttemptTimeoutExceedsDeadline { .. } => {
                 "attempt_timeout"
             }
             BuildError::EmptyHeaderName(setting)
             | BuildError::InvalidHeaderName { setting, .. } => setting,
             BuildError::SameHeaderNames(_) => "request_id_header",
-            BuildError::Budget(InvalidBudget::Ratio(_)) => "budget.ratio",
-            BuildError::Budget(InvalidBudget::Window(_)) => "budget.window",
-            BuildError::Budget(_) => "budget",
             _ => return None,
         };
         Some(field)

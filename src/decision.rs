@@ -20,6 +20,8 @@ pub(crate) struct Facts {
     pub(crate) retry_after_ceiling: Duration,
     /// What the backoff strategy proposes.
     pub(crate) backoff: Duration,
+    /// The shortest pause after a 409 "same key still in progress"; `None` otherwise.
+    pub(crate) conflict_floor: Option<Duration>,
     /// The least time an attempt must have after the pause to be worth sending.
     pub(crate) min_attempt_window: Duration,
 }
@@ -72,6 +74,11 @@ pub(crate) fn next_step(facts: Facts) -> NextStep {
     // Never come back earlier than the server asked, and do not sleep towards a time
     // already known to be too late. A short (or zero) ask still gets the backoff's
     // jitter, so that throttled clients do not all return at the same instant.
+    // A key still executing on the server is not polled at the backoff's pace.
+    let (backoff, backoff_reason) = match facts.conflict_floor {
+        Some(floor) if floor > facts.backoff => (floor, DelayReason::Conflict),
+        _ => (facts.backoff, DelayReason::Backoff),
+    };
     let (delay, reason) = match facts.retry_after {
         Some(asked) if asked > facts.retry_after_ceiling => {
             return NextStep::GiveUp(GiveUp::RetryAfterBeyondCeiling)
@@ -79,8 +86,8 @@ pub(crate) fn next_step(facts: Facts) -> NextStep {
         Some(asked) if too_late(asked) => {
             return NextStep::GiveUp(GiveUp::RetryAfterBeyondDeadline)
         }
-        Some(asked) if asked >= facts.backoff => (asked, DelayReason::RetryAfter),
-        _ => (facts.backoff, DelayReason::Backoff),
+        Some(asked) if asked >= backoff => (asked, DelayReason::RetryAfter),
+        _ => (backoff, backoff_reason),
     };
     if too_late(delay) {
         return NextStep::GiveUp(GiveUp::DeadlineExceeded);
@@ -103,8 +110,44 @@ mod tests {
             retry_after: None,
             retry_after_ceiling: 500 * MS,
             backoff: 100 * MS,
+            conflict_floor: None,
             min_attempt_window: 10 * MS,
         }
+    }
+
+    #[test]
+    fn a_key_in_progress_is_not_polled_faster_than_the_conflict_floor() {
+        let conflict = Facts {
+            conflict_floor: Some(400 * MS),
+            ..facts()
+        };
+        assert_eq!(
+            next_step(conflict),
+            NextStep::Wait(400 * MS, DelayReason::Conflict)
+        );
+        // The server's longer ask still wins; a longer backoff too.
+        let asked = Facts {
+            retry_after: Some(450 * MS),
+            ..conflict
+        };
+        assert_eq!(
+            next_step(asked),
+            NextStep::Wait(450 * MS, DelayReason::RetryAfter)
+        );
+        let long_backoff = Facts {
+            backoff: 600 * MS,
+            ..conflict
+        };
+        assert_eq!(
+            next_step(long_backoff),
+            NextStep::Wait(600 * MS, DelayReason::Backoff)
+        );
+        // A floor that cannot fit before the deadline ends the intent.
+        let late = Facts {
+            conflict_floor: Some(995 * MS),
+            ..facts()
+        };
+        assert_eq!(next_step(late), NextStep::GiveUp(GiveUp::DeadlineExceeded));
     }
 
     #[test]
@@ -209,6 +252,7 @@ mod tests {
             remaining in proptest::option::of(0u64..10_000),
             retry_after in proptest::option::of(0u64..20_000),
             ceiling in 0u64..20_000, backoff in 0u64..5_000, window in 0u64..1_000,
+            floor in proptest::option::of(0u64..5_000),
         ) {
             let f = Facts {
                 attempts_made, max_attempts,
@@ -216,8 +260,10 @@ mod tests {
                 retry_after: retry_after.map(Duration::from_millis),
                 retry_after_ceiling: Duration::from_millis(ceiling),
                 backoff: Duration::from_millis(backoff),
+                conflict_floor: floor.map(Duration::from_millis),
                 min_attempt_window: Duration::from_millis(window),
             };
+            let floored = f.backoff.max(f.conflict_floor.unwrap_or_default());
             if let NextStep::Wait(delay, reason) = next_step(f) {
                 prop_assert!(attempts_made < max_attempts);
                 if let Some(left) = f.remaining {
@@ -225,10 +271,11 @@ mod tests {
                 }
                 if let Some(asked) = f.retry_after {
                     prop_assert!(delay >= asked, "never earlier than asked");
-                    prop_assert_eq!(delay, asked.max(f.backoff));
+                    prop_assert_eq!(delay, asked.max(floored));
                     prop_assert!(asked <= f.retry_after_ceiling);
                 } else {
-                    prop_assert_eq!((delay, reason), (f.backoff, DelayReason::Backoff));
+                    prop_assert_eq!(delay, floored);
+                    prop_assert!(matches!(reason, DelayReason::Backoff | DelayReason::Conflict));
                 }
             }
         }

@@ -33,6 +33,9 @@ pub enum GiveUpReason {
     NotRetryable,
     /// The request could not be built or its idempotency key is invalid; nothing was sent.
     InvalidRequest,
+    /// An [`IntentObserver`](crate::IntentObserver) refused the intent in `started`
+    /// (e.g. a journal could not write it ahead); nothing was sent.
+    ObserverRefused,
 }
 
 impl GiveUpReason {
@@ -47,6 +50,7 @@ impl GiveUpReason {
             Self::BodyNotReplayable => "body_not_replayable",
             Self::NotRetryable => "not_retryable",
             Self::InvalidRequest => "invalid_request",
+            Self::ObserverRefused => "observer_refused",
         }
     }
 }
@@ -59,22 +63,11 @@ pub struct Error {
 
 struct Inner {
     reason: GiveUpReason,
-    transport: Option<reqwest::Error>,
-    /// An error from another middleware in a reqwest-middleware chain.
-    other: Option<BoxError>,
-    invalid_input: Option<InvalidInput>,
-    response: Option<reqwest::Response>,
+    last: LastResult,
     retry_after: Option<Duration>,
     log: AttemptLog,
     outcome_unknown: bool,
     elapsed: Duration,
-}
-
-/// What made a request invalid before anything was sent.
-#[derive(Debug)]
-enum InvalidInput {
-    Key(InvalidKey),
-    ZeroDeadline,
 }
 
 /// Everything the retry loop knows when it gives up.
@@ -86,11 +79,14 @@ pub(crate) struct GiveUpContext {
     pub(crate) retry_after: Option<Duration>,
 }
 
-/// How the last attempt ended.
+/// How the last attempt ended, or what stopped the intent before one was sent.
 pub(crate) enum LastResult {
     Response(reqwest::Response),
     Transport(reqwest::Error),
+    /// Another middleware's error, or an observer's refusal.
     Other(BoxError),
+    InvalidKey(InvalidKey),
+    ZeroDeadline,
     Nothing,
 }
 
@@ -98,20 +94,14 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 impl Error {
     pub(crate) fn give_up(reason: GiveUpReason, last: LastResult, context: GiveUpContext) -> Self {
-        let (mut transport, mut response, mut other) = (None, None, None);
-        match last {
-            LastResult::Response(last) => response = Some(last),
-            LastResult::Transport(error) => transport = Some(without_credentials(error)),
-            LastResult::Other(error) => other = Some(error),
-            LastResult::Nothing => {}
-        }
+        let last = match last {
+            LastResult::Transport(error) => LastResult::Transport(without_credentials(error)),
+            last => last,
+        };
         Self {
             inner: Box::new(Inner {
                 reason,
-                transport,
-                other,
-                invalid_input: None,
-                response,
+                last,
                 retry_after: context.retry_after,
                 log: context.log,
                 outcome_unknown: context.outcome_unknown,
@@ -122,31 +112,34 @@ impl Error {
 
     /// The request could not be built; nothing was sent.
     pub(crate) fn invalid_request(source: reqwest::Error) -> Self {
-        Self::give_up(
-            GiveUpReason::InvalidRequest,
-            LastResult::Transport(source),
-            GiveUpContext::nothing_sent(),
-        )
+        Self::nothing_sent(GiveUpReason::InvalidRequest, LastResult::Transport(source))
     }
 
     /// The caller's key was refused; nothing was sent.
     pub(crate) fn invalid_key(source: InvalidKey) -> Self {
-        Self::invalid_input(InvalidInput::Key(source))
+        Self::nothing_sent(GiveUpReason::InvalidRequest, LastResult::InvalidKey(source))
     }
 
     /// A per-request deadline of zero; nothing was sent.
     pub(crate) fn zero_deadline() -> Self {
-        Self::invalid_input(InvalidInput::ZeroDeadline)
+        Self::nothing_sent(GiveUpReason::InvalidRequest, LastResult::ZeroDeadline)
     }
 
-    fn invalid_input(input: InvalidInput) -> Self {
-        let mut error = Self::give_up(
-            GiveUpReason::InvalidRequest,
-            LastResult::Nothing,
-            GiveUpContext::nothing_sent(),
-        );
-        error.inner.invalid_input = Some(input);
-        error
+    /// An observer refused the intent before its first byte; nothing was sent.
+    pub(crate) fn observer_refused(source: BoxError, log: AttemptLog) -> Self {
+        let context = GiveUpContext {
+            log,
+            ..GiveUpContext::nothing_sent()
+        };
+        Self::give_up(
+            GiveUpReason::ObserverRefused,
+            LastResult::Other(source),
+            context,
+        )
+    }
+
+    fn nothing_sent(reason: GiveUpReason, last: LastResult) -> Self {
+        Self::give_up(reason, last, GiveUpContext::nothing_sent())
     }
 
     /// Why the intent gave up.
@@ -192,11 +185,15 @@ impl Error {
         self.inner.reason == GiveUpReason::InvalidRequest
     }
 
+    /// An intent observer refused the intent before its first byte; nothing was
+    /// sent. [`source`](std::error::Error::source) is the observer's error.
+    pub fn is_observer_refused(&self) -> bool {
+        self.inner.reason == GiveUpReason::ObserverRefused
+    }
+
     /// The last attempt ended in a timeout.
     pub fn is_timeout(&self) -> bool {
-        self.inner
-            .transport
-            .as_ref()
+        self.transport_error()
             .is_some_and(reqwest::Error::is_timeout)
     }
 
@@ -224,7 +221,7 @@ impl Error {
 
     /// The status of the last response, if the last attempt got one.
     pub fn last_status(&self) -> Option<StatusCode> {
-        self.inner.response.as_ref().map(reqwest::Response::status)
+        self.response().map(reqwest::Response::status)
     }
 
     /// The last `Retry-After` the server sent (the requested wait when the error is
@@ -245,23 +242,32 @@ impl Error {
 
     /// The last response, if the last attempt got one.
     pub fn response(&self) -> Option<&reqwest::Response> {
-        self.inner.response.as_ref()
+        match &self.inner.last {
+            LastResult::Response(response) => Some(response),
+            _ => None,
+        }
     }
 
     /// Takes the last response (to read its body), if the last attempt got one.
     pub fn into_response(self) -> Option<reqwest::Response> {
-        self.inner.response
+        match self.inner.last {
+            LastResult::Response(response) => Some(response),
+            _ => None,
+        }
     }
 
     /// The last transport error, if the last attempt got no response.
     pub fn transport_error(&self) -> Option<&reqwest::Error> {
-        self.inner.transport.as_ref()
+        match &self.inner.last {
+            LastResult::Transport(error) => Some(error),
+            _ => None,
+        }
     }
 
     /// Why a caller-supplied key was refused, for [`GiveUpReason::InvalidRequest`].
     pub fn key_error(&self) -> Option<&InvalidKey> {
-        match &self.inner.invalid_input {
-            Some(InvalidInput::Key(error)) => Some(error),
+        match &self.inner.last {
+            LastResult::InvalidKey(error) => Some(error),
             _ => None,
         }
     }
@@ -323,12 +329,18 @@ impl fmt::Display for Error {
             GiveUpReason::NotRetryable => {
                 write!(f, "failed after {attempts} and is not retryable")?
             }
-            GiveUpReason::InvalidRequest => match &inner.invalid_input {
-                Some(InvalidInput::Key(key_error)) => write!(f, "invalid request: {key_error}")?,
-                Some(InvalidInput::ZeroDeadline) => {
+            GiveUpReason::InvalidRequest => match &inner.last {
+                LastResult::InvalidKey(key_error) => write!(f, "invalid request: {key_error}")?,
+                LastResult::ZeroDeadline => {
                     write!(f, "invalid request: the deadline must be greater than zero")?
                 }
-                None => write!(f, "invalid request")?,
+                _ => write!(f, "invalid request")?,
+            },
+            GiveUpReason::ObserverRefused => match &inner.last {
+                LastResult::Other(source) => {
+                    write!(f, "refused by an intent observer before sending: {source}")?
+                }
+                _ => write!(f, "refused by an intent observer before sending")?,
             },
         }
         if let Some(status) = self.last_status() {
@@ -348,7 +360,7 @@ impl fmt::Debug for Error {
             .field("reason", &inner.reason)
             .field("attempts", &self.attempts())
             .field("last_status", &self.last_status())
-            .field("transport", &inner.transport)
+            .field("transport", &self.transport_error())
             .field("retry_after", &inner.retry_after)
             .field("key", &self.idempotency_key())
             .field("outcome_unknown", &inner.outcome_unknown)
@@ -359,13 +371,11 @@ impl fmt::Debug for Error {
 
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        if let Some(error) = &self.inner.transport {
-            return Some(error);
+        match &self.inner.last {
+            LastResult::Transport(error) => Some(error),
+            LastResult::Other(error) => Some(&**error),
+            LastResult::InvalidKey(error) => Some(error),
+            LastResult::Response(_) | LastResult::ZeroDeadline | LastResult::Nothing => None,
         }
-        if let Some(error) = &self.inner.other {
-            return Some(&**error);
-        }
-        self.key_error()
-            .map(|error| error as &(dyn std::error::Error + 'static))
     }
 }

@@ -134,40 +134,6 @@ impl fmt::Debug for IdempotencyKey {
     }
 }
 
-/// Where an intent's key comes from.
-#[derive(Debug, Clone)]
-pub(crate) enum KeyChoice {
-    /// The caller's header if set by hand, else generated if the policy says so
-    /// for this method.
-    Policy,
-    Caller(Result<IdempotencyKey, InvalidKey>),
-    Off,
-}
-
-impl KeyChoice {
-    /// The intent's key, decided once before the first attempt.
-    pub(crate) fn resolve(
-        self,
-        policy: &crate::policy::PolicyInner,
-        request: &reqwest::Request,
-    ) -> Result<Option<IdempotencyKey>, crate::Error> {
-        match self {
-            Self::Caller(key) => key.map(Some).map_err(crate::Error::invalid_key),
-            Self::Off => Ok(None),
-            Self::Policy => match request.headers().get(&policy.key_header) {
-                // A key header set by hand is the caller's key.
-                Some(value) => IdempotencyKey::from_header(value.as_bytes(), policy.key_format)
-                    .map(Some)
-                    .map_err(crate::Error::invalid_key),
-                None if policy.generates_key_for(request.method()) => {
-                    Ok(Some(IdempotencyKey::generate()))
-                }
-                None => Ok(None),
-            },
-        }
-    }
-}
-
 /// How the key is written on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]

@@ -1,36 +1,38 @@
 //! Running one intent: attempts, classification, pauses, and giving up.
 //!
-//! The loop is deliberately linear; every decision it takes is delegated to a pure
-//! function tested on its own (`classify`, `decision`, `deadline`, `backoff`,
-//! `retry_after`, the budget). What stays here is the order of those questions:
+//! This file keeps only the order of the steps; every rule they apply is a pure
+//! function in the module its name promises (`classify`, `decision`, `deadline`,
+//! `backoff`, `retry_after`), and everything outside the loop plugs in through a
+//! trait (`gate::RetryGate`, `observer::IntentObserver`):
 //!
-//! 1. send the attempt (fresh request id, timeout clipped to the time left);
-//! 2. is the result transient (user classifier, then the default)?
-//! 3. is a retry safe for this method and key?
-//! 4. can the body be sent again?
-//! 5. wait how long, or give up (deadline, attempts, Retry-After, backoff)?
-//! 6. does the shared budget allow one more retry?
+//! 1. prepare: the key header, the body (observers may need its bytes);
+//! 2. observers' `started` (each may refuse: nothing is sent);
+//! 3. send the attempt (fresh request id, timeout clipped to the time left);
+//! 4. classify it: transient? safe for this method and key? how long did the
+//!    server ask us to wait? (gates and observers are told);
+//! 5. can the body be sent again?
+//! 6. wait how long, or give up (deadline, attempts, Retry-After, backoff)?
+//! 7. do the gates (the budget by default) allow one more attempt?
+//! 8. observers' `ended`, then the result goes to the caller.
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
-use http::HeaderMap;
 use rand::rngs::StdRng;
 use tracing::Instrument;
 
 use crate::attempt_log::{AttemptLog, AttemptOutcome, AttemptRecord, TransportFailure};
-use crate::classify::{
-    default_decision, retry_is_safe, status_proves_no_effect, AttemptResult, AttemptView, Decision,
-};
+use crate::classify::{classify, AttemptResult, AttemptView, Verdict};
 use crate::clock::Clock;
 use crate::deadline::Deadline;
 use crate::decision::{min_attempt_window, next_step, Facts, GiveUp, NextStep};
 use crate::error::{Error, GiveUpContext, GiveUpReason, LastResult};
+use crate::gate::{GateScope, RetryCause};
 use crate::idempotency::IdempotencyKey;
 use crate::ids::RequestId;
+use crate::observer::{AttemptFinished, IntentEnd, IntentObserver, IntentStart};
 use crate::policy::PolicyInner;
-use crate::retry_after::parse_retry_after_bytes;
 use crate::telemetry;
 
 /// Sends one attempt. Implemented for `&reqwest::Client` and, with the `middleware`
@@ -73,16 +75,8 @@ pub(crate) struct Intent<'a, T> {
     pub(crate) body_factory: Option<BodyFactory>,
     pub(crate) key: Option<IdempotencyKey>,
     pub(crate) deadline: Option<Duration>,
-}
-
-/// What one attempt's classification concluded.
-struct Verdict {
-    outcome: AttemptOutcome,
-    /// The classifier says another attempt may succeed…
-    transient: bool,
-    /// …and the method/key rules allow one.
-    safe: bool,
-    retry_after: Option<Duration>,
+    /// This intent's own observers (the policy's are added in front).
+    pub(crate) observers: Vec<Arc<dyn IntentObserver>>,
 }
 
 impl<'a, T: Transport + 'a> Intent<'a, T> {
@@ -91,10 +85,75 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
     pub(crate) fn run(self) -> impl Future<Output = Result<reqwest::Response, Error>> + Send + 'a {
         let span =
             telemetry::intent_span(self.request.method(), self.request.url(), self.key.as_ref());
-        self.run_attempts().instrument(span)
+        self.run_observed().instrument(span)
     }
 
-    async fn run_attempts(self) -> Result<reqwest::Response, Error> {
+    async fn run_observed(mut self) -> Result<reqwest::Response, Error> {
+        if self.deadline == Some(Duration::ZERO) {
+            return Err(Error::zero_deadline());
+        }
+        if let Some(key) = &self.key {
+            let value = key
+                .header_value(self.policy.key_format)
+                .map_err(Error::invalid_key)?;
+            self.request
+                .headers_mut()
+                .insert(self.policy.key_header.clone(), value);
+        }
+        if self.policy.observers.is_empty() && self.observers.is_empty() {
+            return self.run_attempts(&[]).await;
+        }
+        let mut observers = std::mem::take(&mut self.observers);
+        observers.splice(0..0, self.policy.observers.iter().cloned());
+        if observers.iter().any(|observer| observer.needs_body_bytes()) {
+            self.body_into_bytes();
+        }
+        let start = IntentStart {
+            key: self.key.as_ref(),
+            request: &self.request,
+            body: self.request.body().and_then(reqwest::Body::as_bytes),
+            deadline: self.deadline,
+        };
+        for observer in &observers {
+            if let Err(refusal) = observer.started(&start).await {
+                tracing::warn!("an intent observer refused the intent; nothing was sent");
+                return Err(Error::observer_refused(
+                    refusal,
+                    AttemptLog::new(self.key.clone()),
+                ));
+            }
+        }
+        // Only observed intents pay for these copies.
+        let (method, url) = (self.request.method().clone(), self.request.url().clone());
+        let result = self.run_attempts(&observers).await;
+        let end = IntentEnd {
+            method: &method,
+            url: &url,
+            result: &result,
+        };
+        for observer in &observers {
+            observer.ended(&end).await;
+        }
+        result
+    }
+
+    /// Calls a `body_fn` factory once and, when it yields bytes, sends those same
+    /// bytes on every attempt (an observer that writes them down must see what goes
+    /// on the wire).
+    fn body_into_bytes(&mut self) {
+        if let Some(factory) = &self.body_factory {
+            let body = factory();
+            if body.as_bytes().is_some() {
+                *self.request.body_mut() = Some(body);
+                self.body_factory = None;
+            }
+        }
+    }
+
+    async fn run_attempts(
+        self,
+        observers: &[Arc<dyn IntentObserver>],
+    ) -> Result<reqwest::Response, Error> {
         let Intent {
             mut transport,
             policy,
@@ -102,23 +161,13 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
             body_factory,
             key,
             deadline,
+            observers: _,
         } = self;
-        if deadline == Some(Duration::ZERO) {
-            return Err(Error::zero_deadline());
-        }
         let clock = &*policy.clock;
         let started = clock.now();
         let deadline_limit = deadline;
         let deadline = Deadline::new(started, deadline);
         let keyed = key.is_some();
-        if let Some(key) = &key {
-            let value = key
-                .header_value(policy.key_format)
-                .map_err(Error::invalid_key)?;
-            request
-                .headers_mut()
-                .insert(policy.key_header.clone(), value);
-        }
         let per_attempt_timeout = request.timeout().copied().or(policy.attempt_timeout);
         // A streamed body is consumed by its one and only send; a factory makes a
         // fresh one for every attempt (and replaces any body set by hand).
@@ -136,9 +185,14 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
             Requests::Template(request)
         };
         let min_attempt_window = min_attempt_window(per_attempt_timeout, deadline_limit);
-        policy
-            .budget
-            .deposit_at(requests.url().host_str().unwrap_or(""), started);
+        let intent_scope = GateScope {
+            host: requests.url().host_str().unwrap_or(""),
+            now: started,
+            attempt: 0,
+        };
+        for gate in &policy.gates {
+            gate.intent_started(&intent_scope);
+        }
 
         let mut state = LoopState {
             log: AttemptLog::new(key),
@@ -181,9 +235,9 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
                 .send(outgoing)
                 .instrument(attempt_span.clone())
                 .await;
-            let duration = clock.now().saturating_duration_since(attempt_started);
-
-            let verdict = classify(policy, &attempt_span, &method, url, attempt, keyed, &result);
+            let attempt_ended = clock.now();
+            let verdict =
+                classify_attempt(policy, &attempt_span, &method, url, attempt, keyed, &result);
             drop(attempt_span); // the attempt span ends here, not after the pause
             if verdict.may_have_applied() {
                 state.may_have_applied = true;
@@ -192,10 +246,19 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
                 number: attempt,
                 request_id,
                 outcome: verdict.outcome,
-                duration,
+                duration: attempt_ended.saturating_duration_since(attempt_started),
                 delay_after: None,
             });
-            let retry = verdict.transient && verdict.safe;
+            let scope = GateScope {
+                host: url.host_str().unwrap_or(""),
+                now: attempt_ended,
+                attempt,
+            };
+            for gate in &policy.gates {
+                gate.attempt_finished(&scope, &verdict.outcome, verdict.transient);
+            }
+            state.tell_observers(observers, &method, url, verdict.retry());
+            let retry = verdict.retry();
             let retry_after = verdict.retry_after;
             let last = match result {
                 Ok(response) if !retry => return Ok(state.succeed(response)),
@@ -210,7 +273,8 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
                 }
                 Err(error) => LastResult::from(error),
             };
-            if !replayable {
+            // With no attempt left, running out of attempts is the reason, not the body.
+            if !replayable && attempt < policy.max_attempts {
                 return Err(state.give_up(GiveUpReason::BodyNotReplayable, last, retry_after));
             }
 
@@ -230,6 +294,7 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
                 retry_after,
                 retry_after_ceiling: policy.retry_after_ceiling,
                 backoff,
+                conflict_floor: verdict.conflict.then_some(policy.conflict_delay),
                 min_attempt_window,
             };
             let (delay, reason) = match next_step(facts) {
@@ -238,9 +303,19 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
                 }
                 NextStep::Wait(delay, reason) => (delay, reason),
             };
+            let cause = if verdict.conflict {
+                RetryCause::Conflict
+            } else {
+                RetryCause::Transient
+            };
+            let scope = GateScope {
+                now: clock.now(),
+                ..scope
+            };
             if !policy
-                .budget
-                .try_withdraw_at(url.host_str().unwrap_or(""), clock.now())
+                .gates
+                .iter()
+                .all(|gate| gate.allow_retry(&scope, cause))
             {
                 tracing::warn!(attempt, "retry budget exhausted; not retrying");
                 return Err(state.give_up(GiveUpReason::BudgetExhausted, last, retry_after));
@@ -255,18 +330,6 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
                 "transient failure; retrying"
             );
             policy.sleeper.sleep(delay).await;
-        }
-    }
-}
-
-impl Verdict {
-    /// Could this attempt have had an effect on the server (see
-    /// `Error::is_outcome_unknown`)? Only transient failures count: a final response
-    /// is an answer, not an unknown.
-    fn may_have_applied(&self) -> bool {
-        match self.outcome {
-            AttemptOutcome::Status(status) => self.transient && !status_proves_no_effect(status),
-            AttemptOutcome::Failed(failure) => failure.may_have_reached_server(),
         }
     }
 }
@@ -319,6 +382,29 @@ struct LoopState<'p> {
 }
 
 impl LoopState<'_> {
+    /// Tells the observers about the attempt just logged.
+    fn tell_observers(
+        &self,
+        observers: &[Arc<dyn IntentObserver>],
+        method: &http::Method,
+        url: &reqwest::Url,
+        will_retry: bool,
+    ) {
+        let Some(record) = self.log.last() else {
+            return;
+        };
+        let finished = AttemptFinished {
+            key: self.log.idempotency_key(),
+            method,
+            url,
+            record,
+            will_retry,
+        };
+        for observer in observers {
+            observer.attempt_finished(&finished);
+        }
+    }
+
     fn context(&mut self, retry_after: Option<Duration>) -> GiveUpContext {
         GiveUpContext {
             log: std::mem::take(&mut self.log),
@@ -361,7 +447,7 @@ impl LoopState<'_> {
 }
 
 /// Classifies one attempt's result (and records its OTel attributes on `span`).
-fn classify(
+fn classify_attempt(
     policy: &PolicyInner,
     span: &tracing::Span,
     method: &http::Method,
@@ -395,6 +481,7 @@ fn classify(
                 transient: false,
                 safe: false,
                 retry_after: None,
+                conflict: false,
             };
         }
     };
@@ -405,62 +492,7 @@ fn classify(
         keyed,
         result: view_result,
     };
-    // The caller's classifier first, then the server's explicit hint, then the default.
-    let decision = policy
-        .classifier
-        .as_ref()
-        .and_then(|classifier| classifier.classify(&view))
-        .or_else(|| server_hint(policy, &view))
-        .unwrap_or_else(|| {
-            default_decision(
-                &view,
-                &policy.transient_statuses,
-                keyed && policy.retry_conflict_when_keyed,
-            )
-        });
-    let transient = decision == Decision::Retry;
-    let safe = retry_is_safe(method, keyed, &view.result);
-    let (outcome, retry_after) = match view.result {
-        AttemptResult::Response { status, headers } => (
-            AttemptOutcome::Status(status),
-            (transient && safe)
-                .then(|| retry_after_of(headers))
-                .flatten(),
-        ),
-        AttemptResult::Error { failure, .. } => (AttemptOutcome::Failed(failure), None),
-    };
-    Verdict {
-        outcome,
-        transient,
-        safe,
-        retry_after,
-    }
-}
-
-/// A server's explicit word on retrying (e.g. `Stripe-Should-Retry: true|false`),
-/// when the policy names such a header.
-fn server_hint(policy: &PolicyInner, view: &AttemptView<'_>) -> Option<Decision> {
-    let header = policy.server_hint_header.as_ref()?;
-    let value = view.headers()?.get(header)?.to_str().ok()?.trim();
-    if value.eq_ignore_ascii_case("true") {
-        Some(Decision::Retry)
-    } else if value.eq_ignore_ascii_case("false") {
-        Some(Decision::Stop)
-    } else {
-        None
-    }
-}
-
-/// The longest valid `Retry-After` among the response's fields (never come back
-/// earlier than any of them asked); malformed fields are ignored. Only read on
-/// statuses that are about to be retried.
-fn retry_after_of(headers: &HeaderMap) -> Option<Duration> {
-    let now = SystemTime::now();
-    headers
-        .get_all(http::header::RETRY_AFTER)
-        .iter()
-        .filter_map(|value| parse_retry_after_bytes(value.as_bytes(), now))
-        .max()
+    classify(&policy.rules, &view, &*policy.clock)
 }
 
 fn give_up_reason(why: GiveUp) -> GiveUpReason {

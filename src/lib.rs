@@ -54,19 +54,18 @@
 //!
 //! # Defaults
 //!
-//! | setting | default |
-//! |---|---|
-//! | max attempts | 3 (1 + 2 retries) |
-//! | backoff | full jitter, base 100 ms, cap 2 s |
-//! | deadline per intent | 30 s |
-//! | attempt timeout | 10 s, clipped to the time left (also bounds reading the body) |
-//! | Retry-After ceiling | 30 s |
-//! | transient statuses | 408, 429, 502, 503, 504; 409 on keyed requests |
-//! | idempotency key | UUID v4 on POST/PATCH, header `Idempotency-Key`, bare token |
-//! | request id | UUID v4 per attempt, header `X-Request-Id` |
-//! | retry budget | retries ≤ 10 % of requests over 10 s, + 10 reserve, one per policy |
+//! Every default, with the reason for it, is in one table: [`RetryPolicy`]'s
+//! "Defaults" section. In short: 3 attempts, full jitter (100 ms base, 2 s cap), a
+//! 30 s deadline, a key on POST/PATCH, 408/429/502/503/504 retried, a budget of 10 %.
 //!
-//! See [`RetryPolicy`] for the reasons behind each.
+//! # Extension points
+//! * [`IntentObserver`] — told when an intent starts (before its first byte, and
+//!   able to refuse it), after each attempt, and when it ends: metrics, audit, a
+//!   write-ahead journal;
+//! * [`RetryGate`] — asked before every retry, told every outcome: the
+//!   [`RetryBudget`] is one, a circuit breaker another;
+//! * [`Classifier`] — decides what is transient, and may say when to come back
+//!   ([`Decision::RetryAfter`]).
 //!
 //! # Testing your code
 //! Inject [`RecordingSleeper`] (instant, records every pause) and a seed
@@ -99,9 +98,11 @@ mod clock;
 mod deadline;
 mod decision;
 mod error;
+mod gate;
 mod idempotency;
 mod ids;
 mod intent;
+mod observer;
 mod options;
 mod policy;
 mod retry_after;
@@ -127,11 +128,17 @@ pub use classify::{
 pub use client::{RequestBuilder, ResilientClient};
 pub use clock::{Clock, SystemClock, VirtualClock};
 pub use error::{Error, GiveUpReason};
+pub use gate::{GateScope, RetryCause, RetryGate};
 pub use idempotency::{IdempotencyKey, InvalidKey, KeyAttachment, KeyFormat, MAX_KEY_LEN};
 pub use ids::RequestId;
+pub use observer::{
+    AttemptFinished, BoxError, IntentEnd, IntentObserver, IntentStart, ObserverFuture,
+};
 pub use options::IntentOptions;
 pub use policy::{BuildError, RetryPolicy, RetryPolicyBuilder};
-pub use retry_after::{parse_retry_after, parse_retry_after_bytes, RETRY_AFTER_SATURATION};
+pub use retry_after::{
+    parse_retry_after, parse_retry_after_bytes, retry_after_of, RETRY_AFTER_SATURATION,
+};
 pub use sleeper::{RecordingSleeper, Sleep, Sleeper, TokioSleeper};
 
 #[cfg(feature = "serde")]

@@ -92,7 +92,7 @@ impl Middleware for ResilienceMiddleware {
             .cloned()
             .unwrap_or_default();
         let policy = &self.policy.inner;
-        let (key, deadline) = options
+        let resolved = options
             .resolve(policy, &request)
             .map_err(reqwest_middleware::Error::middleware)?;
         Intent {
@@ -100,8 +100,9 @@ impl Middleware for ResilienceMiddleware {
             policy,
             request,
             body_factory: None,
-            key,
-            deadline,
+            key: resolved.key,
+            deadline: resolved.deadline,
+            observers: resolved.observers,
         }
         .run()
         .await

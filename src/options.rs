@@ -1,20 +1,32 @@
-//! Per-intent overrides: the caller's idempotency key and the deadline.
+//! Per-intent overrides: the caller's idempotency key, the deadline, observers.
 
+use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::Error;
-use crate::idempotency::{IdempotencyKey, KeyChoice};
+use crate::idempotency::{IdempotencyKey, InvalidKey};
+use crate::observer::IntentObserver;
 use crate::policy::PolicyInner;
 
-/// Per-intent overrides of the policy: the caller's key (or none) and the deadline.
+/// Per-intent overrides of the policy: the caller's key (or none), the deadline,
+/// and observers of this intent only.
 ///
 /// [`RequestBuilder`](crate::RequestBuilder) keeps one behind its
-/// `idempotency_key`/`deadline` setters; with the `middleware` feature, attach one to a
-/// request with `reqwest_middleware::RequestBuilder::with_extension`.
-#[derive(Debug, Clone)]
+/// `idempotency_key`/`deadline`/`observer` setters; with the `middleware` feature,
+/// attach one to a request with `reqwest_middleware::RequestBuilder::with_extension`.
+#[derive(Clone)]
 pub struct IntentOptions {
     key: KeyChoice,
     deadline: Option<Option<Duration>>,
+    observers: Vec<Arc<dyn IntentObserver>>,
+}
+
+/// An intent's options, decided once before the first attempt.
+pub(crate) struct Resolved {
+    pub(crate) key: Option<IdempotencyKey>,
+    pub(crate) deadline: Option<Duration>,
+    pub(crate) observers: Vec<Arc<dyn IntentObserver>>,
 }
 
 impl IntentOptions {
@@ -23,6 +35,7 @@ impl IntentOptions {
         Self {
             key: KeyChoice::Policy,
             deadline: None,
+            observers: Vec::new(),
         }
     }
 
@@ -50,19 +63,75 @@ impl IntentOptions {
         self
     }
 
-    /// The intent's key, decided once before the first attempt, and its deadline.
+    /// Adds an observer of this intent only, told after the policy's observers.
+    /// This is how a per-request concern (e.g. writing one intent to a journal)
+    /// plugs in without a policy of its own.
+    pub fn observer(mut self, observer: Arc<dyn IntentObserver>) -> Self {
+        self.observers.push(observer);
+        self
+    }
+
+    /// The intent's key, decided once before the first attempt, its deadline and
+    /// its own observers.
     pub(crate) fn resolve(
         self,
         policy: &PolicyInner,
         request: &reqwest::Request,
-    ) -> Result<(Option<IdempotencyKey>, Option<Duration>), Error> {
-        let key = self.key.resolve(policy, request)?;
-        Ok((key, self.deadline.unwrap_or(policy.deadline)))
+    ) -> Result<Resolved, Error> {
+        Ok(Resolved {
+            key: self.key.resolve(policy, request)?,
+            deadline: self.deadline.unwrap_or(policy.deadline),
+            observers: self.observers,
+        })
+    }
+}
+
+impl fmt::Debug for IntentOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IntentOptions")
+            .field("key", &self.key)
+            .field("deadline", &self.deadline)
+            .field("observers", &self.observers.len())
+            .finish()
     }
 }
 
 impl Default for IntentOptions {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// Where an intent's key comes from.
+#[derive(Debug, Clone)]
+enum KeyChoice {
+    /// The caller's header if set by hand, else generated if the policy says so
+    /// for this method.
+    Policy,
+    Caller(Result<IdempotencyKey, InvalidKey>),
+    Off,
+}
+
+impl KeyChoice {
+    /// The intent's key, decided once before the first attempt.
+    fn resolve(
+        self,
+        policy: &PolicyInner,
+        request: &reqwest::Request,
+    ) -> Result<Option<IdempotencyKey>, Error> {
+        match self {
+            Self::Caller(key) => key.map(Some).map_err(Error::invalid_key),
+            Self::Off => Ok(None),
+            Self::Policy => match request.headers().get(&policy.key_header) {
+                // A key header set by hand is the caller's key.
+                Some(value) => IdempotencyKey::from_header(value.as_bytes(), policy.key_format)
+                    .map(Some)
+                    .map_err(Error::invalid_key),
+                None if policy.generates_key_for(request.method()) => {
+                    Ok(Some(IdempotencyKey::generate()))
+                }
+                None => Ok(None),
+            },
+        }
     }
 }

@@ -15,10 +15,12 @@ use rand::rngs::StdRng;
 use rand::{RngCore, SeedableRng};
 
 use crate::backoff::Backoff;
-use crate::budget::{InvalidBudget, RetryBudget, RetryBudgetBuilder};
-use crate::classify::{is_idempotent_method, Classifier, StatusSet};
+use crate::budget::RetryBudget;
+use crate::classify::{is_idempotent_method, Classifier, Rules, StatusSet};
 use crate::clock::{Clock, SystemClock};
+use crate::gate::RetryGate;
 use crate::idempotency::{KeyAttachment, KeyFormat};
+use crate::observer::IntentObserver;
 use crate::sleeper::{Sleeper, TokioSleeper};
 
 /// Default number of attempts (1 + 2 retries), as the AWS SDK's standard mode.
@@ -40,6 +42,8 @@ pub(crate) const DEFAULT_KEY_HEADER: &str = "idempotency-key";
 pub(crate) const DEFAULT_REQUEST_ID_HEADER: &str = "x-request-id";
 /// Longest Retry-After ceiling accepted: no intent sleeps longer than this.
 pub(crate) const MAX_RETRY_AFTER_CEILING: Duration = Duration::from_secs(3600);
+/// Default shortest pause after a 409 "same key still in progress".
+pub(crate) const DEFAULT_CONFLICT_DELAY: Duration = Duration::from_secs(1);
 /// Longest backoff delay accepted.
 pub(crate) const MAX_BACKOFF_DELAY: Duration = Duration::from_secs(3600);
 
@@ -73,17 +77,19 @@ pub(crate) struct PolicyInner {
     pub(crate) deadline: Option<Duration>,
     pub(crate) attempt_timeout: Option<Duration>,
     pub(crate) retry_after_ceiling: Duration,
-    pub(crate) transient_statuses: StatusSet,
-    pub(crate) retry_conflict_when_keyed: bool,
-    pub(crate) classifier: Option<Arc<dyn Classifier>>,
+    pub(crate) conflict_delay: Duration,
+    pub(crate) rules: Rules,
     pub(crate) key_attachment: KeyAttachment,
     pub(crate) key_format: KeyFormat,
     pub(crate) key_header: HeaderName,
     pub(crate) request_id_header: HeaderName,
-    pub(crate) budget: RetryBudget,
+    budget: RetryBudget,
+    /// The user's gates, then the budget (asked last, so that it is charged only
+    /// for retries that happen).
+    pub(crate) gates: Vec<Arc<dyn RetryGate>>,
+    pub(crate) observers: Vec<Arc<dyn IntentObserver>>,
     pub(crate) sleeper: Arc<dyn Sleeper>,
     pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) server_hint_header: Option<HeaderName>,
     seeded_rng: Option<Mutex<StdRng>>,
 }
 
@@ -120,7 +126,12 @@ impl RetryPolicy {
 
     /// Statuses treated as transient.
     pub fn transient_statuses(&self) -> StatusSet {
-        self.inner.transient_statuses
+        self.inner.rules.transient_statuses
+    }
+
+    /// The shortest pause after a 409 "same key still in progress".
+    pub fn conflict_delay(&self) -> Duration {
+        self.inner.conflict_delay
     }
 
     /// The shared retry budget.
@@ -145,7 +156,7 @@ impl RetryPolicy {
 
     /// Whether a 409 on a keyed request is retried.
     pub fn retry_conflict_when_keyed(&self) -> bool {
-        self.inner.retry_conflict_when_keyed
+        self.inner.rules.retry_conflict_when_keyed
     }
 
     /// Which requests get a generated key.
@@ -155,7 +166,7 @@ impl RetryPolicy {
 
     /// The server retry-hint header, if one is configured.
     pub fn server_hint_header(&self) -> Option<&HeaderName> {
-        self.inner.server_hint_header.as_ref()
+        self.inner.rules.server_hint_header.as_ref()
     }
 
     /// Whether the jitter is seeded (repeatable).
@@ -211,15 +222,21 @@ impl fmt::Debug for RetryPolicy {
             .field("deadline", &p.deadline)
             .field("attempt_timeout", &p.attempt_timeout)
             .field("retry_after_ceiling", &p.retry_after_ceiling)
-            .field("transient_statuses", &p.transient_statuses)
-            .field("retry_conflict_when_keyed", &p.retry_conflict_when_keyed)
-            .field("classifier", &p.classifier.is_some())
+            .field("conflict_delay", &p.conflict_delay)
+            .field("transient_statuses", &p.rules.transient_statuses)
+            .field(
+                "retry_conflict_when_keyed",
+                &p.rules.retry_conflict_when_keyed,
+            )
+            .field("classifier", &p.rules.classifier.is_some())
             .field("key_attachment", &p.key_attachment)
             .field("key_format", &p.key_format)
             .field("key_header", &p.key_header)
             .field("request_id_header", &p.request_id_header)
             .field("budget", &p.budget)
-            .field("server_hint_header", &p.server_hint_header)
+            .field("gates", &p.gates.len())
+            .field("observers", &p.observers.len())
+            .field("server_hint_header", &p.rules.server_hint_header)
             .field("seeded", &p.seeded_rng.is_some())
             .finish()
     }
@@ -249,6 +266,7 @@ pub struct RetryPolicyBuilder {
     /// `None` until set: the default then adapts to a shorter deadline.
     attempt_timeout: Option<Option<Duration>>,
     retry_after_ceiling: Duration,
+    conflict_delay: Duration,
     transient_statuses: StatusSet,
     retry_conflict_when_keyed: bool,
     classifier: Option<Arc<dyn Classifier>>,
@@ -256,11 +274,10 @@ pub struct RetryPolicyBuilder {
     key_format: KeyFormat,
     key_header: String,
     request_id_header: String,
-    /// The settings of the budget this policy creates…
-    budget_settings: RetryBudgetBuilder,
-    /// …unless a budget is handed in (then tuning the settings is a mistake).
-    shared_budget: Option<RetryBudget>,
-    budget_tuned: bool,
+    /// `None`: each built policy gets a budget of its own, with the defaults.
+    budget: Option<RetryBudget>,
+    gates: Vec<Arc<dyn RetryGate>>,
+    observers: Vec<Arc<dyn IntentObserver>>,
     sleeper: Arc<dyn Sleeper>,
     clock: Arc<dyn Clock>,
     server_hint_header: Option<String>,
@@ -276,6 +293,7 @@ impl RetryPolicyBuilder {
             deadline: Some(DEFAULT_DEADLINE),
             attempt_timeout: None,
             retry_after_ceiling: DEFAULT_RETRY_AFTER_CEILING,
+            conflict_delay: DEFAULT_CONFLICT_DELAY,
             transient_statuses: StatusSet::transient_default(),
             retry_conflict_when_keyed: true,
             classifier: None,
@@ -283,9 +301,9 @@ impl RetryPolicyBuilder {
             key_format: KeyFormat::default(),
             key_header: DEFAULT_KEY_HEADER.to_owned(),
             request_id_header: DEFAULT_REQUEST_ID_HEADER.to_owned(),
-            budget_settings: RetryBudget::builder(),
-            shared_budget: None,
-            budget_tuned: false,
+            budget: None,
+            gates: Vec::new(),
+            observers: Vec::new(),
             sleeper: Arc::new(TokioSleeper),
             clock: Arc::new(SystemClock),
             server_hint_header: None,
@@ -378,10 +396,11 @@ impl RetryPolicyBuilder {
         self
     }
 
-    /// Share this budget (e.g. between several clients' policies). Combining it
-    /// with a `budget_*` setting is refused by [`build`](Self::build).
+    /// The retry budget: share one between several policies by passing clones of
+    /// the same [`RetryBudget`], or tune it with [`RetryBudget::builder`]. Without
+    /// this call each built policy gets a budget of its own with the defaults.
     pub fn budget(mut self, budget: RetryBudget) -> Self {
-        self.shared_budget = Some(budget);
+        self.budget = Some(budget);
         self
     }
 
@@ -390,31 +409,29 @@ impl RetryPolicyBuilder {
         self.budget(RetryBudget::unlimited())
     }
 
-    /// Fraction of requests that may be retried, in (0, 1].
-    pub fn budget_ratio(mut self, ratio: f64) -> Self {
-        self.budget_settings = self.budget_settings.ratio(ratio);
-        self.budget_tuned = true;
+    /// Adds a [`RetryGate`] (e.g. a circuit breaker), asked before every retry
+    /// after the gates added before it and before the budget. Several may be added;
+    /// a retry needs every one's consent.
+    pub fn retry_gate(mut self, gate: impl RetryGate) -> Self {
+        self.gates.push(Arc::new(gate));
         self
     }
 
-    /// The budget's sliding window (1 s – 1 h).
-    pub fn budget_window(mut self, window: Duration) -> Self {
-        self.budget_settings = self.budget_settings.window(window);
-        self.budget_tuned = true;
+    /// Adds an [`IntentObserver`] told about every intent of this policy (started,
+    /// each attempt, ended), after those added before it.
+    pub fn observer(mut self, observer: impl IntentObserver) -> Self {
+        self.observers.push(Arc::new(observer));
         self
     }
 
-    /// Retries always available per window, so a quiet client can still retry.
-    pub fn budget_reserve(mut self, retries_per_window: u32) -> Self {
-        self.budget_settings = self.budget_settings.reserve(retries_per_window);
-        self.budget_tuned = true;
-        self
-    }
-
-    /// One budget per host, so one sick host does not drain the others'.
-    pub fn budget_per_host(mut self, per_host: bool) -> Self {
-        self.budget_settings = self.budget_settings.per_host(per_host);
-        self.budget_tuned = true;
+    /// The shortest pause after a 409 "same key still in progress" on a keyed
+    /// request (see [`retry_conflict_when_keyed`](Self::retry_conflict_when_keyed)).
+    /// The server is still executing the first request: polling it at the backoff's
+    /// 100 ms would only add load, so the pause is at least this long (or the
+    /// server's `Retry-After`, when longer). These waits are not charged to the
+    /// retry budget.
+    pub fn conflict_delay(mut self, delay: Duration) -> Self {
+        self.conflict_delay = delay;
         self
     }
 
@@ -453,8 +470,7 @@ impl RetryPolicyBuilder {
     /// than 50 attempts; a zero backoff base, a base above the cap, or a delay above
     /// one hour; a zero deadline or attempt timeout; an attempt timeout longer than
     /// the deadline; an empty or invalid header name, or the same name for the key
-    /// and the request id; a Retry-After ceiling above one hour; budget settings out
-    /// of range, or combined with a shared budget.
+    /// and the request id; a Retry-After ceiling or conflict delay above one hour.
     pub fn build(self) -> Result<RetryPolicy, BuildError> {
         if self.max_attempts == 0 || self.max_attempts > MAX_ATTEMPTS_LIMIT {
             return Err(BuildError::MaxAttempts(self.max_attempts));
@@ -464,6 +480,9 @@ impl RetryPolicyBuilder {
             return Err(BuildError::RetryAfterCeilingTooLong(
                 self.retry_after_ceiling,
             ));
+        }
+        if self.conflict_delay > MAX_BACKOFF_DELAY {
+            return Err(BuildError::ConflictDelayTooLong(self.conflict_delay));
         }
         if self.deadline == Some(Duration::ZERO) {
             return Err(BuildError::ZeroDeadline);
@@ -497,11 +516,9 @@ impl RetryPolicyBuilder {
         if key_header == request_id_header {
             return Err(BuildError::SameHeaderNames(key_header.to_string()));
         }
-        let budget = match self.shared_budget {
-            Some(_) if self.budget_tuned => return Err(BuildError::BudgetSettingsWithSharedBudget),
-            Some(shared) => shared,
-            None => self.budget_settings.build().map_err(BuildError::Budget)?,
-        };
+        let budget = self.budget.unwrap_or_else(RetryBudget::new_default);
+        let mut gates = self.gates;
+        gates.push(Arc::new(budget.clone()));
         Ok(RetryPolicy {
             inner: Arc::new(PolicyInner {
                 max_attempts: self.max_attempts,
@@ -509,17 +526,22 @@ impl RetryPolicyBuilder {
                 deadline: self.deadline,
                 attempt_timeout,
                 retry_after_ceiling: self.retry_after_ceiling,
-                transient_statuses: self.transient_statuses,
-                retry_conflict_when_keyed: self.retry_conflict_when_keyed,
-                classifier: self.classifier,
+                conflict_delay: self.conflict_delay,
+                rules: Rules {
+                    classifier: self.classifier,
+                    server_hint_header,
+                    transient_statuses: self.transient_statuses,
+                    retry_conflict_when_keyed: self.retry_conflict_when_keyed,
+                },
                 key_attachment: self.key_attachment,
                 key_format: self.key_format,
                 key_header,
                 request_id_header,
                 budget,
+                gates,
+                observers: self.observers,
                 sleeper: self.sleeper,
                 clock: self.clock,
-                server_hint_header,
                 seeded_rng: self
                     .seed
                     .map(|seed| Mutex::new(StdRng::seed_from_u64(seed))),
@@ -600,12 +622,9 @@ pub enum BuildError {
     /// `retry_after_ceiling` above one hour (an intent must never sleep for ages).
     #[error("retry_after_ceiling {0:?} is longer than one hour")]
     RetryAfterCeilingTooLong(Duration),
-    /// A shared budget was given and budget settings too: the settings would be
-    /// silently ignored.
-    #[error(
-        "budget_ratio/window/reserve/per_host cannot be combined with budget(…) or no_budget()"
-    )]
-    BudgetSettingsWithSharedBudget,
+    /// `conflict_delay` above one hour.
+    #[error("conflict_delay {0:?} is longer than one hour")]
+    ConflictDelayTooLong(Duration),
     /// `deadline` is zero.
     #[error("deadline must be greater than zero (use no_deadline() for none)")]
     ZeroDeadline,
@@ -634,9 +653,6 @@ pub enum BuildError {
     /// The key and the request id would overwrite each other.
     #[error("key_header and request_id_header are both {0:?}")]
     SameHeaderNames(String),
-    /// Budget settings out of range.
-    #[error("retry budget: {0}")]
-    Budget(#[from] InvalidBudget),
 }
 
 #[cfg(test)]
@@ -722,25 +738,16 @@ mod tests {
             b().request_id_header("Idempotency-Key").build(),
             Err(BuildError::SameHeaderNames(_))
         ));
+        // Budget settings are validated where they are set: one way to configure it.
+        assert!(RetryBudget::builder().ratio(0.0).build().is_err());
+        assert!(RetryBudget::builder()
+            .window(Duration::ZERO)
+            .build()
+            .is_err());
         assert!(matches!(
-            b().budget_ratio(0.0).build(),
-            Err(BuildError::Budget(_))
+            b().conflict_delay(Duration::from_secs(3601)).build(),
+            Err(BuildError::ConflictDelayTooLong(_))
         ));
-        assert!(matches!(
-            b().budget_window(Duration::ZERO).build(),
-            Err(BuildError::Budget(_))
-        ));
-        assert_eq!(
-            b().no_budget().budget_ratio(0.5).build().unwrap_err(),
-            BuildError::BudgetSettingsWithSharedBudget
-        );
-        assert_eq!(
-            b().budget_reserve(0)
-                .budget(RetryBudget::unlimited())
-                .build()
-                .unwrap_err(),
-            BuildError::BudgetSettingsWithSharedBudget
-        );
         assert!(matches!(
             b().retry_after_ceiling(Duration::MAX).build(),
             Err(BuildError::RetryAfterCeilingTooLong(_))

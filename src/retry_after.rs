@@ -91,6 +91,16 @@ pub fn parse_retry_after_bytes(value: &[u8], now: SystemTime) -> Option<Duration
     Some(Duration::new(secs, nanos))
 }
 
+/// The longest valid `Retry-After` among a response's fields, measured from `now`
+/// (never come back earlier than any of them asked); malformed fields are ignored.
+pub fn retry_after_of(headers: &http::HeaderMap, now: SystemTime) -> Option<Duration> {
+    headers
+        .get_all(http::header::RETRY_AFTER)
+        .iter()
+        .filter_map(|value| parse_retry_after_bytes(value.as_bytes(), now))
+        .max()
+}
+
 /// Formats `t` as an IMF-fixdate such as `Sun, 06 Nov 1994 08:49:37 GMT`.
 ///
 /// Sub-second precision is truncated; times before the epoch format as the

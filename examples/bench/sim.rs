@@ -48,7 +48,7 @@ use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use reqwest_resilience::Backoff;
+use reqwest_resilience::{Backoff, Delays};
 
 pub const BASE_MS: f64 = 5.0;
 pub const CAP_MS: f64 = 2000.0;
@@ -164,35 +164,40 @@ impl Ord for Event {
     }
 }
 
-#[derive(Clone, Copy)]
+/// One client's retry count and its own jittered delay sequences (the crate's
+/// `Backoff::delays`, seeded from the run's generator).
 struct ClientState {
     attempt: u32,
-    previous: Option<Duration>,
+    full: Delays,
+    decorrelated: Delays,
+}
+
+impl ClientState {
+    fn new(rng: &mut StdRng, full: Backoff, decorrelated: Backoff) -> Self {
+        let mut full = full.delays(rng.random());
+        // The model's first retry is n = 1 (window 2·base): skip the n = 0 draw.
+        full.next();
+        Self {
+            attempt: 0,
+            full,
+            decorrelated: decorrelated.delays(rng.random()),
+        }
+    }
 }
 
 fn ms(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1000.0
 }
 
-fn backoff_ms(
-    strategy: Strategy,
-    client: &mut ClientState,
-    rng: &mut StdRng,
-    full: Backoff,
-    decorrelated: Backoff,
-) -> f64 {
+fn backoff_ms(strategy: Strategy, client: &mut ClientState, rng: &mut StdRng) -> f64 {
     let n = client.attempt;
     let window = (BASE_MS * 2f64.powi(n.min(60) as i32)).min(CAP_MS);
     match strategy {
-        Strategy::None => ms(Backoff::none().delay(n, None, rng)),
+        Strategy::None => 0.0,
         Strategy::Exponential => window,
-        Strategy::FullJitter => ms(full.delay(n, None, rng)),
+        Strategy::FullJitter => client.full.next().map_or(0.0, ms),
         Strategy::EqualJitter => window / 2.0 + rng.random_range(0.0..=window / 2.0),
-        Strategy::Decorrelated => {
-            let delay = decorrelated.delay(n, client.previous, rng);
-            client.previous = Some(delay);
-            ms(delay)
-        }
+        Strategy::Decorrelated => client.decorrelated.next().map_or(0.0, ms),
     }
 }
 
@@ -205,13 +210,9 @@ fn run_once(strategy: Strategy, clients: usize, rng: &mut StdRng) -> (u64, f64) 
     let mut normal = Normal { spare: None };
     let mut net = |rng: &mut StdRng| normal.sample(rng, 10.0, 2.0).abs();
 
-    let mut states = vec![
-        ClientState {
-            attempt: 0,
-            previous: None,
-        };
-        clients
-    ];
+    let mut states: Vec<ClientState> = (0..clients)
+        .map(|_| ClientState::new(rng, full, decorrelated))
+        .collect();
     let mut queue = BinaryHeap::with_capacity(clients * 2);
     let mut seq = 0u64;
     let mut push = |queue: &mut BinaryHeap<Event>, time: f64, client: usize, kind: Kind| {
@@ -261,7 +262,7 @@ fn run_once(strategy: Strategy, clients: usize, rng: &mut StdRng) -> (u64, f64) 
             Kind::WriteAnswer(false) => {
                 let state = &mut states[client];
                 state.attempt += 1;
-                let pause = backoff_ms(strategy, state, rng, full, decorrelated);
+                let pause = backoff_ms(strategy, state, rng);
                 let time = now + net(rng) + pause;
                 push(&mut queue, time, client, Kind::Read);
             }

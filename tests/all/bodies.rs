@@ -115,3 +115,28 @@ async fn a_body_factory_makes_a_complete_identical_stream_for_every_attempt() {
         );
     }
 }
+
+#[tokio::test]
+async fn with_one_attempt_allowed_a_streamed_body_runs_out_of_attempts_not_replays() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(503))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let (client, sleeper) = crate::support::client_with(|p| p.max_attempts(1));
+    let chunks: Vec<Result<Bytes, std::io::Error>> = vec![Ok(Bytes::from_static(b"once"))];
+    let error = client
+        .post(server.uri())
+        .body(reqwest::Body::wrap_stream(futures_util::stream::iter(
+            chunks,
+        )))
+        .send()
+        .await
+        .unwrap_err();
+    // No retry was allowed anyway: the body's replayability is not the reason.
+    assert!(error.is_attempts_exhausted(), "{error}");
+    assert_eq!(error.attempts(), 1);
+    assert!(sleeper.delays().is_empty());
+    assert_eq!(received(&server).await[0].body, b"once");
+}

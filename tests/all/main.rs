@@ -11,6 +11,7 @@ mod bodies;
 mod budget;
 mod classification;
 mod deadline;
+mod extension_points;
 mod keys;
 mod middleware;
 mod retry_after;
