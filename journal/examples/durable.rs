@@ -15,6 +15,7 @@ use reqwest_resilience::ResilientClient;
 use reqwest_resilience_journal::{DurableExt, Journal, SqliteStore};
 
 #[path = "../tests/all/support/server.rs"]
+#[allow(dead_code)] // the test server, shared; the example uses part of it
 mod server;
 use server::{Act, Server};
 
@@ -46,18 +47,34 @@ async fn first_process(args: &str) -> Result<(), Box<dyn std::error::Error>> {
         .durable(&journal)
         .send()
         .await;
-    println!("process 1 was not killed in time: {:?}", result.map(|r| r.status()));
+    println!(
+        "process 1 was not killed in time: {:?}",
+        result.map(|r| r.status())
+    );
     Ok(())
 }
 
 async fn second_process() -> Result<(), Box<dyn std::error::Error>> {
     // The payments server commits the first request and never answers it.
-    let server =
-        Server::scripted(|_, before| if before == 0 { Act::CommitThenHold } else { Act::Normal }, None).await;
-    let journal_path = std::env::temp_dir().join(format!("durable-example-{}.sqlite", std::process::id()));
+    let server = Server::scripted(
+        |_, before| {
+            if before == 0 {
+                Act::CommitThenHold
+            } else {
+                Act::Normal
+            }
+        },
+        None,
+    )
+    .await;
+    let journal_path =
+        std::env::temp_dir().join(format!("durable-example-{}.sqlite", std::process::id()));
 
     let mut first = tokio::process::Command::new(std::env::current_exe()?)
-        .env(CHILD_ENV, format!("{}|{}", server.url, journal_path.display()))
+        .env(
+            CHILD_ENV,
+            format!("{}|{}", server.url, journal_path.display()),
+        )
         .kill_on_drop(true)
         .spawn()?;
     server.wait_for_effects(1).await;
@@ -66,18 +83,20 @@ async fn second_process() -> Result<(), Box<dyn std::error::Error>> {
     println!("payments on the server: {}\n", server.effects());
 
     let journal = Journal::new(SqliteStore::open(&journal_path)?);
-    let row = journal.get(KEY).await?.ok_or("the intent was not journaled")?;
-    println!(
-        "process 2: journal holds the intent: state {}, {} body bytes, lease until {:?}",
-        row.state,
-        row.body.len(),
-        row.lease_until
-    );
+    let row = journal
+        .get(KEY)
+        .await?
+        .ok_or("the intent was not journaled")?;
     // A dead worker's intent is claimable once its lease ends.
     let lease_left = row
         .lease_until
         .and_then(|until| until.duration_since(SystemTime::now()).ok())
         .unwrap_or_default();
+    println!(
+        "process 2: journal holds the intent: state {}, {} body bytes, dead worker's lease ends in {lease_left:.1?}",
+        row.state,
+        row.body.len(),
+    );
     tokio::time::sleep(lease_left.min(Duration::from_secs(10)) + Duration::from_millis(50)).await;
 
     let report = journal.resume(&ResilientClient::new(), 10).await?;
@@ -92,7 +111,10 @@ async fn second_process() -> Result<(), Box<dyn std::error::Error>> {
         seen.len(),
         seen.iter().all(|s| s.body == BODY.as_bytes())
     );
-    println!("payments on the server: {} (one payment, not two)", server.effects());
+    println!(
+        "payments on the server: {} (one payment, not two)",
+        server.effects()
+    );
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", journal_path.display()));
     }

@@ -96,7 +96,11 @@ impl IntentObserver for DurableObserver {
             let lease = self
                 .journal
                 .store()
-                .write_ahead(&new, self.journal.owner(), self.journal.lease_for(new.deadline))
+                .write_ahead(
+                    &new,
+                    self.journal.owner(),
+                    self.journal.lease_for(new.deadline),
+                )
                 .await?;
             *self.lease.lock().unwrap_or_else(|e| e.into_inner()) = Some(lease);
             Ok(())
@@ -121,7 +125,11 @@ impl IntentObserver for DurableObserver {
 
 impl DurableObserver {
     fn new_intent(&self, intent: &IntentStart<'_>) -> Result<NewIntent, JournalError> {
-        let body = intent.body().ok_or(JournalError::BodyNotInMemory)?;
+        let body = match intent.body() {
+            Some(bytes) => bytes,
+            None if intent.has_body() => return Err(JournalError::BodyNotInMemory),
+            None => &[],
+        };
         let method = intent.method().clone();
         let (key, key_on_wire) = match intent.key() {
             Some(key) => (key.as_str().to_owned(), true),
@@ -160,7 +168,9 @@ fn key_header_of(headers: &HeaderMap, key: &str) -> Option<HeaderName> {
     let quoted = format!("\"{key}\"");
     headers
         .iter()
-        .find(|(_, value)| value.as_bytes() == key.as_bytes() || value.as_bytes() == quoted.as_bytes())
+        .find(|(_, value)| {
+            value.as_bytes() == key.as_bytes() || value.as_bytes() == quoted.as_bytes()
+        })
         .map(|(name, _)| name.clone())
 }
 
@@ -172,10 +182,18 @@ fn first_run_outcome(end: &IntentEnd<'_>, unknown_retry_after: Duration) -> Outc
     let in_progress = status == Some(StatusCode::CONFLICT);
     match end.gave_up() {
         None if !in_progress => final_response(status, end.headers()),
-        None => unknown(status, unknown_retry_after, end.retry_after(), "409 in progress"),
-        Some(reason) if end.is_outcome_unknown() || in_progress => {
-            unknown(status, unknown_retry_after, end.retry_after(), reason.as_str())
-        }
+        None => unknown(
+            status,
+            unknown_retry_after,
+            end.retry_after(),
+            "409 in progress",
+        ),
+        Some(reason) if end.is_outcome_unknown() || in_progress => unknown(
+            status,
+            unknown_retry_after,
+            end.retry_after(),
+            reason.as_str(),
+        ),
         Some(reason) => Outcome::Failed {
             status: status.map(|s| s.as_u16()),
             reason: reason.as_str().to_owned(),

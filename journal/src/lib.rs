@@ -59,11 +59,15 @@
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations, rust_2018_idioms, unreachable_pub)]
 #![forbid(unsafe_code)]
+// Without a backend only your own `JournalStore` is usable; the row helpers idle.
+#![cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
 
+mod durable;
 mod error;
 mod headers;
 mod journal;
 mod record;
+mod resume;
 mod row;
 mod state;
 mod store;
@@ -73,10 +77,12 @@ mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
+pub use durable::{journal_error, DurableExt, DurableOptions};
 pub use error::{BoxError, JournalError};
 pub use headers::ALWAYS_EXCLUDED;
 pub use journal::{Journal, JournalBuilder, DEFAULT_RETENTION};
 pub use record::{Claimed, IntentRecord, Lease, NewIntent, Outcome};
+pub use resume::{ResumeHandle, ResumeReport, Resumer};
 pub use state::{IntentState, UnknownState};
 pub use store::{JournalStore, StoreFuture};
 

@@ -175,11 +175,7 @@ impl Resumer {
             Err(abandon) => abandon,
             Ok(deadline) => self.resend(&claim.record, deadline).await,
         };
-        let written = self
-            .journal
-            .store()
-            .record(&claim.lease, &outcome)
-            .await;
+        let written = self.journal.store().record(&claim.lease, &outcome).await;
         if let Err(error) = &written {
             tracing::warn!(%error, state = %outcome.state(), "journal: resume result not recorded");
         }
@@ -204,7 +200,11 @@ impl Resumer {
             .until
             .duration_since(claim.now)
             .unwrap_or_default()
-            .saturating_sub(settings.lease_margin.min(claim_margin(settings.lease_without_deadline)));
+            .saturating_sub(
+                settings
+                    .lease_margin
+                    .min(claim_margin(settings.lease_without_deadline)),
+            );
         let deadline = record
             .deadline
             .unwrap_or(Duration::MAX)
@@ -237,9 +237,12 @@ impl Resumer {
         }
         let retry_after = self.journal.settings().unknown_retry_after;
         match request.send().await {
-            Ok(response) if response.status() == StatusCode::CONFLICT => {
-                unknown(Some(response.status()), retry_after, None, "409 in progress")
-            }
+            Ok(response) if response.status() == StatusCode::CONFLICT => unknown(
+                Some(response.status()),
+                retry_after,
+                None,
+                "409 in progress",
+            ),
             Ok(response) => final_response(Some(response.status()), Some(response.headers())),
             Err(error) if error.is_invalid_request() => Outcome::Failed {
                 status: None,

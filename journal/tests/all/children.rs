@@ -68,5 +68,8 @@ async fn fleet_child() {
         total.claimed += report.claimed;
         total.succeeded += report.succeeded;
     }
-    println!("FLEET_REPORT claimed={} succeeded={}", total.claimed, total.succeeded);
+    println!(
+        "FLEET_REPORT claimed={} succeeded={}",
+        total.claimed, total.succeeded
+    );
 }

@@ -16,8 +16,17 @@ crate::e2e_on_both_backends!(crash_after_commit_is_resumed_with_one_effect);
 
 async fn crash_after_commit_is_resumed_with_one_effect(backend: Backend) {
     // The first request commits and never gets its answer; later ones replay.
-    let server =
-        Server::scripted(|_, before| if before == 0 { Act::CommitThenHold } else { Act::Normal }, None).await;
+    let server = Server::scripted(
+        |_, before| {
+            if before == 0 {
+                Act::CommitThenHold
+            } else {
+                Act::Normal
+            }
+        },
+        None,
+    )
+    .await;
     let mut child = backend.spawn_child("crash", &[(URL_ENV, &server.url)]);
     tokio::select! {
         () = server.wait_for_effects(1) => {}
@@ -26,7 +35,11 @@ async fn crash_after_commit_is_resumed_with_one_effect(backend: Backend) {
     child.kill().await.expect("SIGKILL the child");
 
     let journal = backend.journal(|b| b).await;
-    let row = journal.get(KEY).await.unwrap().expect("written ahead by the child");
+    let row = journal
+        .get(KEY)
+        .await
+        .unwrap()
+        .expect("written ahead by the child");
     assert_eq!(row.state, IntentState::InFlight, "killed mid-flight");
     assert_eq!(row.runs, 1);
     // Wait out the dead worker's lease (its deadline plus margin: about 2 s).
@@ -44,7 +57,10 @@ async fn crash_after_commit_is_resumed_with_one_effect(backend: Backend) {
     let seen = server.seen_with_key(KEY);
     assert_eq!(seen.len(), 2, "the child's attempt and the resume");
     assert!(seen.iter().all(|s| s.body == BODY), "the same body bytes");
-    let ids: Vec<_> = seen.iter().map(|s| s.request_id.clone().expect("request id")).collect();
+    let ids: Vec<_> = seen
+        .iter()
+        .map(|s| s.request_id.clone().expect("request id"))
+        .collect();
     assert_ne!(ids[0], ids[1], "a fresh request id per attempt");
     assert_eq!(server.effects(), 1, "one payment");
     let row = journal.get(KEY).await.unwrap().unwrap();

@@ -57,8 +57,17 @@ async fn secrets_are_never_journaled_and_resume_signs_again(backend: Backend) {
         })
         .await;
     // The first response is lost: the intent stays unknown in the journal.
-    let server =
-        Server::scripted(|_, before| if before == 0 { Act::CommitThenDrop } else { Act::Normal }, None).await;
+    let server = Server::scripted(
+        |_, before| {
+            if before == 0 {
+                Act::CommitThenDrop
+            } else {
+                Act::Normal
+            }
+        },
+        None,
+    )
+    .await;
     let error = client(1)
         .post(&server.url)
         .idempotency_key("secret-1")
@@ -76,7 +85,13 @@ async fn secrets_are_never_journaled_and_resume_signs_again(backend: Backend) {
 
     let row = journal.get("secret-1").await.unwrap().unwrap();
     assert_eq!(row.state, IntentState::Unknown);
-    for name in ["authorization", "cookie", "proxy-authorization", "x-api-key", "idempotency-key"] {
+    for name in [
+        "authorization",
+        "cookie",
+        "proxy-authorization",
+        "x-api-key",
+        "idempotency-key",
+    ] {
         assert!(row.headers.get(name).is_none(), "{name} journaled");
     }
     assert_eq!(row.headers.get("x-trace-tag").unwrap(), "kept");
@@ -84,7 +99,10 @@ async fn secrets_are_never_journaled_and_resume_signs_again(backend: Backend) {
         // The bytes on disk (database and write-ahead log) never hold the token.
         for file in [path.clone(), path.with_extension("sqlite-wal")] {
             let bytes = std::fs::read(&file).unwrap_or_default();
-            assert!(!bytes.windows(TOKEN.len()).any(|w| w == TOKEN.as_bytes()), "{file:?}");
+            assert!(
+                !bytes.windows(TOKEN.len()).any(|w| w == TOKEN.as_bytes()),
+                "{file:?}"
+            );
         }
     }
 
@@ -97,7 +115,10 @@ async fn secrets_are_never_journaled_and_resume_signs_again(backend: Backend) {
     assert_eq!((report.claimed, report.succeeded), (1, 1));
     let seen = server.seen_with_key("secret-1");
     assert_eq!(seen.len(), 2);
-    assert_eq!(seen[1].header("authorization"), Some(&*format!("Bearer {TOKEN}")));
+    assert_eq!(
+        seen[1].header("authorization"),
+        Some(&*format!("Bearer {TOKEN}"))
+    );
     assert_eq!(seen[1].header("x-api-key"), Some(TOKEN));
     assert_eq!(seen[1].header("cookie"), None, "not re-added by the hook");
     assert_eq!(seen[1].header("x-trace-tag"), Some("kept"));
@@ -120,9 +141,15 @@ async fn first_results_are_recorded(backend: Backend) {
     assert_eq!(send("fresh").await.unwrap().status(), 201);
     assert_eq!(send("taken").await.unwrap().status(), 422);
     let fresh = journal.get("fresh").await.unwrap().unwrap();
-    assert_eq!((fresh.state, fresh.status), (IntentState::Succeeded, Some(201)));
+    assert_eq!(
+        (fresh.state, fresh.status),
+        (IntentState::Succeeded, Some(201))
+    );
     let taken = journal.get("taken").await.unwrap().unwrap();
-    assert_eq!((taken.state, taken.status), (IntentState::Failed, Some(422)));
+    assert_eq!(
+        (taken.state, taken.status),
+        (IntentState::Failed, Some(422))
+    );
 }
 
 #[tokio::test]
@@ -141,7 +168,10 @@ async fn refused_without_sending_when_the_intent_cannot_be_journaled() {
         .await
         .unwrap_err();
     assert!(error.is_observer_refused(), "{error}");
-    assert!(matches!(journal_error(&error), Some(JournalError::KeyRequired { .. })));
+    assert!(matches!(
+        journal_error(&error),
+        Some(JournalError::KeyRequired { .. })
+    ));
 
     // A stream has no bytes to journal.
     let stream = futures_util::stream::iter([Ok::<_, std::io::Error>(BODY.to_vec())]);
@@ -153,10 +183,20 @@ async fn refused_without_sending_when_the_intent_cannot_be_journaled() {
         .send()
         .await
         .unwrap_err();
-    assert!(matches!(journal_error(&error), Some(JournalError::BodyNotInMemory)), "{error}");
+    assert!(
+        matches!(journal_error(&error), Some(JournalError::BodyNotInMemory)),
+        "{error}"
+    );
 
     // The key is journaled already: resume it, do not send it again.
-    client.post(&server.url).idempotency_key("dup-1").body(BODY).durable(&journal).send().await.unwrap();
+    client
+        .post(&server.url)
+        .idempotency_key("dup-1")
+        .body(BODY)
+        .durable(&journal)
+        .send()
+        .await
+        .unwrap();
     let error = client
         .post(&server.url)
         .idempotency_key("dup-1")
@@ -165,7 +205,13 @@ async fn refused_without_sending_when_the_intent_cannot_be_journaled() {
         .send()
         .await
         .unwrap_err();
-    assert!(matches!(journal_error(&error), Some(JournalError::DuplicateKey { .. })), "{error}");
+    assert!(
+        matches!(
+            journal_error(&error),
+            Some(JournalError::DuplicateKey { .. })
+        ),
+        "{error}"
+    );
 
     // The journal is down: nothing is sent.
     let broken = Journal::new(BrokenStore);
@@ -177,9 +223,16 @@ async fn refused_without_sending_when_the_intent_cannot_be_journaled() {
         .send()
         .await
         .unwrap_err();
-    assert!(matches!(journal_error(&error), Some(JournalError::Storage(_))), "{error}");
+    assert!(
+        matches!(journal_error(&error), Some(JournalError::Storage(_))),
+        "{error}"
+    );
 
-    assert_eq!(server.seen().len(), 1, "only dup-1's first send reached the server");
+    assert_eq!(
+        server.seen().len(),
+        1,
+        "only dup-1's first send reached the server"
+    );
     assert!(journal.get("stream-1").await.unwrap().is_none());
 }
 
@@ -230,17 +283,23 @@ impl JournalStore for BrokenStore {
     fn get<'a>(
         &'a self,
         _: &'a str,
-    ) -> reqwest_resilience_journal::StoreFuture<'a, Option<reqwest_resilience_journal::IntentRecord>> {
+    ) -> reqwest_resilience_journal::StoreFuture<'a, Option<reqwest_resilience_journal::IntentRecord>>
+    {
         Box::pin(async { Ok(None) })
     }
     fn list<'a>(
         &'a self,
         _: IntentState,
         _: usize,
-    ) -> reqwest_resilience_journal::StoreFuture<'a, Vec<reqwest_resilience_journal::IntentRecord>> {
+    ) -> reqwest_resilience_journal::StoreFuture<'a, Vec<reqwest_resilience_journal::IntentRecord>>
+    {
         Box::pin(async { Ok(Vec::new()) })
     }
-    fn abandon<'a>(&'a self, _: &'a str, _: &'a str) -> reqwest_resilience_journal::StoreFuture<'a, bool> {
+    fn abandon<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+    ) -> reqwest_resilience_journal::StoreFuture<'a, bool> {
         Box::pin(async { Ok(false) })
     }
     fn prune<'a>(&'a self, _: Duration) -> reqwest_resilience_journal::StoreFuture<'a, u64> {

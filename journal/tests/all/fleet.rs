@@ -29,8 +29,16 @@ async fn fleet_of_four_processes_resumes_1000_intents_once_each() {
             let mut intent = NewIntent::new(format!("fleet-{i:04}"), http::Method::POST, url);
             intent.body = format!(r#"{{"n":{i}}}"#).into_bytes();
             intent.deadline = Some(Duration::from_secs(10));
-            let lease = store.store().write_ahead(&intent, "crashed", Duration::ZERO).await.unwrap();
-            let lost = Outcome::Unknown { status: None, retry_in: Duration::ZERO, reason: "lost".into() };
+            let lease = store
+                .store()
+                .write_ahead(&intent, "crashed", Duration::ZERO)
+                .await
+                .unwrap();
+            let lost = Outcome::Unknown {
+                status: None,
+                retry_in: Duration::ZERO,
+                reason: "lost".into(),
+            };
             store.store().record(&lease, &lost).await.unwrap();
         });
     }
@@ -44,14 +52,24 @@ async fn fleet_of_four_processes_resumes_1000_intents_once_each() {
     let mut claimed_by_reports = 0;
     for child in &mut children {
         let mut out = String::new();
-        child.stdout.take().unwrap().read_to_string(&mut out).await.unwrap();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .await
+            .unwrap();
         let status = tokio::time::timeout(Duration::from_secs(120), child.wait())
             .await
             .expect("worker finished in time")
             .unwrap();
         assert!(status.success(), "worker failed: {out}");
-        let line = out.lines().find(|l| l.starts_with("FLEET_REPORT")).expect(&out);
-        let claimed: usize = line.split_whitespace().nth(1).unwrap()["claimed=".len()..].parse().unwrap();
+        let report = out
+            .lines()
+            .find_map(|line| line.split_once("FLEET_REPORT claimed=")) // after libtest's "test … "
+            .unwrap_or_else(|| panic!("no report from a worker: {out}"))
+            .1;
+        let claimed: usize = report.split_whitespace().next().unwrap().parse().unwrap();
         claimed_by_reports += claimed;
     }
 
@@ -60,16 +78,28 @@ async fn fleet_of_four_processes_resumes_1000_intents_once_each() {
     let mut per_worker: HashMap<String, usize> = HashMap::new();
     for request in &seen {
         *per_key.entry(request.key.clone().unwrap()).or_default() += 1;
-        *per_worker.entry(request.header("x-worker").unwrap().to_owned()).or_default() += 1;
+        *per_worker
+            .entry(request.header("x-worker").unwrap().to_owned())
+            .or_default() += 1;
     }
     assert_eq!(per_key.len(), INTENTS, "every intent resent");
-    assert!(per_key.values().all(|&n| n == 1), "no intent sent twice under live leases");
+    assert!(
+        per_key.values().all(|&n| n == 1),
+        "no intent sent twice under live leases"
+    );
     assert_eq!(server.effects(), INTENTS, "one effect each");
     assert_eq!(claimed_by_reports, INTENTS);
     assert!(per_worker.len() >= 2, "the work was shared: {per_worker:?}");
     let open = journal.list(IntentState::Unknown, 10).await.unwrap().len()
         + journal.list(IntentState::InFlight, 10).await.unwrap().len();
     assert_eq!(open, 0);
-    assert_eq!(journal.list(IntentState::Succeeded, INTENTS + 1).await.unwrap().len(), INTENTS);
+    assert_eq!(
+        journal
+            .list(IntentState::Succeeded, INTENTS + 1)
+            .await
+            .unwrap()
+            .len(),
+        INTENTS
+    );
     println!("fleet: requests per worker {per_worker:?}");
 }

@@ -43,20 +43,29 @@ async fn expiry_past_retention_abandons_without_sending(backend: Backend) {
     unknown_intent(&journal, &server.url, "expired-1", Duration::from_millis(1)).await;
     let report = journal.resume(&client(3), 10).await.unwrap();
     assert_eq!((report.claimed, report.abandoned), (1, 1));
-    assert!(server.seen().is_empty(), "nothing resent past the retention");
+    assert!(
+        server.seen().is_empty(),
+        "nothing resent past the retention"
+    );
     let row = journal.get("expired-1").await.unwrap().unwrap();
     assert_eq!(row.state, IntentState::Abandoned);
     assert!(row.detail.unwrap().contains("retention"));
 }
 
 async fn conflict_409_stays_unknown_with_a_later_due_time(backend: Backend) {
-    let journal = backend.journal(|b| b.unknown_retry_after(Duration::from_secs(60))).await;
+    let journal = backend
+        .journal(|b| b.unknown_retry_after(Duration::from_secs(60)))
+        .await;
     let server = Server::scripted(|_, _| Act::Conflict, None).await;
     unknown_intent(&journal, &server.url, "busy-1", HOUR).await;
     let before = SystemTime::now();
     let report = journal.resume(&client(2), 10).await.unwrap();
     assert_eq!((report.claimed, report.unknown), (1, 1));
-    assert_eq!(server.seen_with_key("busy-1").len(), 2, "the client retried 409 once");
+    assert_eq!(
+        server.seen_with_key("busy-1").len(),
+        2,
+        "the client retried 409 once"
+    );
     let row = journal.get("busy-1").await.unwrap().unwrap();
     assert_eq!(row.state, IntentState::Unknown);
     assert_eq!(row.status, Some(409));
@@ -82,14 +91,25 @@ async fn terminal_rows_are_never_resumed(backend: Backend) {
     let server = Server::start().await;
     let store = journal.store();
     let outcomes = [
-        Outcome::Succeeded { status: 201, locator: None },
-        Outcome::Failed { status: Some(422), reason: "mismatch".into() },
-        Outcome::Abandoned { reason: "by hand".into() },
+        Outcome::Succeeded {
+            status: 201,
+            locator: None,
+        },
+        Outcome::Failed {
+            status: Some(422),
+            reason: "mismatch".into(),
+        },
+        Outcome::Abandoned {
+            reason: "by hand".into(),
+        },
     ];
     for (i, outcome) in outcomes.iter().enumerate() {
         let intent = NewIntent::new(format!("done-{i}"), http::Method::POST, server.url.as_str());
         // An expired lease: only the terminal state keeps the row from a resume.
-        let lease = store.write_ahead(&intent, "w", Duration::ZERO).await.unwrap();
+        let lease = store
+            .write_ahead(&intent, "w", Duration::ZERO)
+            .await
+            .unwrap();
         store.record(&lease, outcome).await.unwrap();
     }
     let report = journal.resume(&client(3), 10).await.unwrap();
@@ -100,7 +120,9 @@ async fn terminal_rows_are_never_resumed(backend: Backend) {
 #[tokio::test]
 async fn too_many_runs_abandons_without_sending() {
     let backend = Backend::sqlite("too_many_runs");
-    let journal = backend.journal(|b| b.max_runs(2).unknown_retry_after(Duration::ZERO)).await;
+    let journal = backend
+        .journal(|b| b.max_runs(2).unknown_retry_after(Duration::ZERO))
+        .await;
     let server = Server::scripted(|_, _| Act::Conflict, None).await;
     unknown_intent(&journal, &server.url, "stuck-1", HOUR).await; // run 1
     let second = journal.resume(&client(1), 10).await.unwrap(); // run 2: 409 again
@@ -115,7 +137,9 @@ async fn too_many_runs_abandons_without_sending() {
 #[tokio::test]
 async fn resumes_draw_from_the_retry_budget() {
     let backend = Backend::sqlite("budget");
-    let journal = backend.journal(|b| b.unknown_retry_after(Duration::ZERO)).await;
+    let journal = backend
+        .journal(|b| b.unknown_retry_after(Duration::ZERO))
+        .await;
     let server = Server::scripted(|_, _| Act::Unavailable, None).await;
     for i in 0..10 {
         unknown_intent(&journal, &server.url, &format!("storm-{i}"), HOUR).await;
@@ -152,17 +176,26 @@ async fn resumes_draw_from_the_retry_budget() {
 #[tokio::test]
 async fn the_background_loop_resumes_until_stopped() {
     let backend = Backend::sqlite("loop");
-    let journal = backend.journal(|b| b.unknown_retry_after(Duration::ZERO)).await;
+    let journal = backend
+        .journal(|b| b.unknown_retry_after(Duration::ZERO))
+        .await;
     let server = Server::start().await;
     for i in 0..5 {
         unknown_intent(&journal, &server.url, &format!("bg-{i}"), HOUR).await;
     }
-    let handle = journal.resumer(&client(3)).batch(2).spawn(Duration::from_millis(20));
+    let handle = journal
+        .resumer(&client(3))
+        .batch(2)
+        .spawn(Duration::from_millis(20));
     server.wait_for_effects(5).await;
     let totals = tokio::time::timeout(Duration::from_secs(10), handle.stop())
         .await
         .expect("the loop stops");
     assert_eq!((totals.claimed, totals.succeeded), (5, 5));
-    assert!(journal.list(IntentState::Unknown, 10).await.unwrap().is_empty());
+    assert!(journal
+        .list(IntentState::Unknown, 10)
+        .await
+        .unwrap()
+        .is_empty());
     assert_eq!(server.seen().len(), 5);
 }

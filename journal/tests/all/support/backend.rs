@@ -39,16 +39,27 @@ impl Backend {
         if let Some(path) = spec.strip_prefix("sqlite:") {
             Backend::Sqlite(path.into())
         } else {
-            Backend::Postgres(spec.strip_prefix("postgres:").expect("a backend").to_owned())
+            Backend::Postgres(
+                spec.strip_prefix("postgres:")
+                    .expect("a backend")
+                    .to_owned(),
+            )
         }
     }
 
     /// Opens the journal, with test settings applied by `configure`.
-    pub async fn journal(&self, configure: impl FnOnce(JournalBuilder) -> JournalBuilder) -> Journal {
+    pub async fn journal(
+        &self,
+        configure: impl FnOnce(JournalBuilder) -> JournalBuilder,
+    ) -> Journal {
         let builder = match self {
-            Backend::Sqlite(path) => Journal::builder(SqliteStore::open(path).expect("open SQLite")),
+            Backend::Sqlite(path) => {
+                Journal::builder(SqliteStore::open(path).expect("open SQLite"))
+            }
             Backend::Postgres(conninfo) => Journal::builder(
-                PostgresStore::connect(conninfo).await.expect("connect PostgreSQL"),
+                PostgresStore::connect(conninfo)
+                    .await
+                    .expect("connect PostgreSQL"),
             ),
         };
         configure(builder).build().expect("journal settings")
@@ -58,7 +69,12 @@ impl Backend {
     pub fn spawn_child(&self, role: &str, env: &[(&str, &str)]) -> tokio::process::Child {
         let mut command = tokio::process::Command::new(std::env::current_exe().unwrap());
         command
-            .args(["children::child_entry", "--exact", "--nocapture", "--test-threads=1"])
+            .args([
+                "children::child_entry",
+                "--exact",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env(CHILD_ROLE, role)
             .env(CHILD_BACKEND, self.spec())
             .stdin(Stdio::null())

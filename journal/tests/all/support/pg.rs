@@ -208,7 +208,9 @@ fn start_cluster(bin: &Path) -> String {
         data = data.display(),
         dir = dir.display(),
     );
-    Command::new("sh")
+    // Deliberately not waited for: it must outlive this process.
+    #[allow(clippy::zombie_processes)]
+    let _watchdog = Command::new("sh")
         .arg("-c")
         .arg(script)
         .stdin(Stdio::null())

@@ -97,7 +97,11 @@ impl Server {
                 tokio::spawn(serve(socket, state, effects, script.clone(), probe.clone()));
             }
         });
-        Server { url, state, effects }
+        Server {
+            url,
+            state,
+            effects,
+        }
     }
 
     pub fn effects(&self) -> usize {
@@ -109,7 +113,10 @@ impl Server {
     }
 
     pub fn seen_with_key(&self, key: &str) -> Vec<Seen> {
-        self.seen().into_iter().filter(|s| s.key.as_deref() == Some(key)).collect()
+        self.seen()
+            .into_iter()
+            .filter(|s| s.key.as_deref() == Some(key))
+            .collect()
     }
 
     /// Commits a payment under `key` with `body` as if an earlier request had.
@@ -117,7 +124,9 @@ impl Server {
         let mut state = self.state.lock().unwrap();
         state.effects += 1;
         let location = format!("/payments/{}", state.effects);
-        state.committed.insert(key.to_owned(), (body.to_vec(), location));
+        state
+            .committed
+            .insert(key.to_owned(), (body.to_vec(), location));
     }
 
     /// Waits (bounded) until at least `n` payments were committed.
@@ -148,7 +157,12 @@ async fn serve(
             Some((name.trim().to_ascii_lowercase(), value.trim().to_owned()))
         })
         .collect();
-    let find = |name: &str| headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
+    let find = |name: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+    };
     let key = find("idempotency-key");
     let journal_state = match (&probe, &key) {
         (Some(probe), Some(key)) => probe(key.clone()).await,
@@ -164,7 +178,11 @@ async fn serve(
     let (act, reply) = {
         let mut state = state.lock().unwrap();
         let before = key.as_deref().map_or(0, |k| {
-            state.seen.iter().filter(|s| s.key.as_deref() == Some(k)).count()
+            state
+                .seen
+                .iter()
+                .filter(|s| s.key.as_deref() == Some(k))
+                .count()
         });
         state.seen.push(seen);
         let act = script(key.as_deref().unwrap_or(""), before);
@@ -252,5 +270,7 @@ async fn read_request(socket: &mut TcpStream) -> Option<(String, Vec<u8>)> {
             buffer.extend_from_slice(&chunk[..n]);
         }
     };
-    tokio::time::timeout(Duration::from_secs(10), read).await.ok()?
+    tokio::time::timeout(Duration::from_secs(10), read)
+        .await
+        .ok()?
 }
