@@ -151,7 +151,7 @@ impl DurableObserver {
                 &self.journal.settings().excluded_headers,
                 key_header.as_ref(),
             ),
-            url: intent.url().as_str().to_owned(),
+            url: without_userinfo(intent.url()),
             body: body.to_vec(),
             deadline: intent.deadline(),
             retention: self.retention,
@@ -160,6 +160,16 @@ impl DurableObserver {
             method,
         })
     }
+}
+
+/// The URL without `user:password@` (credentials, like `Authorization`, are
+/// never journaled; the resume hook adds them back).
+fn without_userinfo(url: &reqwest::Url) -> String {
+    let mut url = url.clone();
+    // Both fail only for URLs that cannot have userinfo, which then have none.
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+    url.into()
 }
 
 /// The header that carries the key (bare or as a quoted sf-string): stored in its

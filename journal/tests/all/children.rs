@@ -1,10 +1,10 @@
 //! Entry points of the child processes the crash and fleet tests start (this test
 //! binary again). Without the role variable this test returns at once.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use reqwest_resilience::{ResilientClient, RetryPolicy};
-use reqwest_resilience_journal::{DurableExt, ResumeReport};
+use reqwest_resilience::ResilientClient;
+use reqwest_resilience_journal::DurableExt;
 
 use crate::support::backend::{Backend, CHILD_ROLE};
 
@@ -15,7 +15,8 @@ async fn child_entry() {
     };
     match role.as_str() {
         "crash" => crash_child().await,
-        "fleet" => fleet_child().await,
+        #[cfg(feature = "postgres")]
+        "fleet" => crate::fleet::worker_process().await,
         other => panic!("unknown child role {other}"),
     }
 }
@@ -38,38 +39,4 @@ async fn crash_child() {
         .await;
     // Only reached if the parent failed to kill us in time.
     println!("crash child ended: {:?}", outcome.map(|r| r.status()));
-}
-
-/// Resumes from the shared journal until nothing is due, then prints its totals.
-async fn fleet_child() {
-    let worker = std::env::var(crate::fleet::WORKER_ENV).unwrap();
-    let journal = Backend::from_env()
-        .journal(|b| b.owner(format!("fleet-{worker}")))
-        .await;
-    let client = ResilientClient::with_policy(
-        RetryPolicy::builder()
-            .max_attempts(3)
-            .no_budget()
-            .build()
-            .unwrap(),
-    );
-    let resumer = journal
-        .resumer(&client)
-        .batch(25)
-        .resign(move |request, _| request.header("x-worker", worker.as_str()));
-    let started = Instant::now();
-    let mut total = ResumeReport::default();
-    // Bounded: 1,000 intents in batches of 25 need 40 passes among all workers.
-    for _ in 0..200 {
-        let report = resumer.run_once().await.expect("resume pass");
-        if report.claimed == 0 || started.elapsed() > Duration::from_secs(60) {
-            break;
-        }
-        total.claimed += report.claimed;
-        total.succeeded += report.succeeded;
-    }
-    println!(
-        "FLEET_REPORT claimed={} succeeded={}",
-        total.claimed, total.succeeded
-    );
 }

@@ -68,8 +68,11 @@ async fn secrets_are_never_journaled_and_resume_signs_again(backend: Backend) {
         None,
     )
     .await;
+    let with_userinfo = server
+        .url
+        .replacen("http://", &format!("http://user:{TOKEN}@"), 1);
     let error = client(1)
-        .post(&server.url)
+        .post(&with_userinfo)
         .idempotency_key("secret-1")
         .bearer_auth(TOKEN)
         .header("cookie", format!("session={TOKEN}"))
@@ -95,6 +98,7 @@ async fn secrets_are_never_journaled_and_resume_signs_again(backend: Backend) {
         assert!(row.headers.get(name).is_none(), "{name} journaled");
     }
     assert_eq!(row.headers.get("x-trace-tag").unwrap(), "kept");
+    assert_eq!(row.url, server.url, "no user:password@ in the stored URL");
     if let Backend::Sqlite(path) = &backend {
         // The bytes on disk (database and write-ahead log) never hold the token.
         for file in [path.clone(), path.with_extension("sqlite-wal")] {

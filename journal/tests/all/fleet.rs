@@ -2,9 +2,11 @@
 //! unknown intents from one journal concurrently.
 
 use std::collections::HashMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use reqwest_resilience_journal::{IntentState, NewIntent, Outcome};
+use reqwest_resilience::{ResilientClient, RetryPolicy};
+
+use reqwest_resilience_journal::{IntentState, NewIntent, Outcome, ResumeReport};
 use tokio::io::AsyncReadExt;
 
 use crate::support::backend::Backend;
@@ -102,4 +104,38 @@ async fn fleet_of_four_processes_resumes_1000_intents_once_each() {
         INTENTS
     );
     println!("fleet: requests per worker {per_worker:?}");
+}
+
+/// Resumes from the shared journal until nothing is due, then prints its totals.
+pub async fn worker_process() {
+    let worker = std::env::var(WORKER_ENV).unwrap();
+    let journal = Backend::from_env()
+        .journal(|b| b.owner(format!("fleet-{worker}")))
+        .await;
+    let client = ResilientClient::with_policy(
+        RetryPolicy::builder()
+            .max_attempts(3)
+            .no_budget()
+            .build()
+            .unwrap(),
+    );
+    let resumer = journal
+        .resumer(&client)
+        .batch(25)
+        .resign(move |request, _| request.header("x-worker", worker.as_str()));
+    let started = Instant::now();
+    let mut total = ResumeReport::default();
+    // Bounded: 1,000 intents in batches of 25 need 40 passes among all workers.
+    for _ in 0..200 {
+        let report = resumer.run_once().await.expect("resume pass");
+        if report.claimed == 0 || started.elapsed() > Duration::from_secs(60) {
+            break;
+        }
+        total.claimed += report.claimed;
+        total.succeeded += report.succeeded;
+    }
+    println!(
+        "FLEET_REPORT claimed={} succeeded={}",
+        total.claimed, total.succeeded
+    );
 }

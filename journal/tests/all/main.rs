@@ -4,6 +4,7 @@ mod children;
 mod conformance;
 mod crash;
 mod durable;
+#[cfg(feature = "postgres")]
 mod fleet;
 mod resume;
 mod support;

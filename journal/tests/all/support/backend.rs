@@ -5,7 +5,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use reqwest_resilience::{RecordingSleeper, ResilientClient, RetryPolicy};
-use reqwest_resilience_journal::{Journal, JournalBuilder, PostgresStore, SqliteStore};
+use reqwest_resilience_journal::{Journal, JournalBuilder, SqliteStore};
 
 /// Which environment variable tells a child process its role.
 pub const CHILD_ROLE: &str = "JOURNAL_TEST_CHILD_ROLE";
@@ -22,6 +22,7 @@ impl Backend {
         Backend::Sqlite(super::sqlite_path(test))
     }
 
+    #[cfg(feature = "postgres")]
     pub async fn postgres(test: &str) -> Option<Backend> {
         Some(Backend::Postgres(super::pg::fresh_schema(test).await?))
     }
@@ -56,8 +57,11 @@ impl Backend {
             Backend::Sqlite(path) => {
                 Journal::builder(SqliteStore::open(path).expect("open SQLite"))
             }
+            #[cfg(not(feature = "postgres"))]
+            Backend::Postgres(_) => unreachable!("built without the postgres feature"),
+            #[cfg(feature = "postgres")]
             Backend::Postgres(conninfo) => Journal::builder(
-                PostgresStore::connect(conninfo)
+                reqwest_resilience_journal::PostgresStore::connect(conninfo)
                     .await
                     .expect("connect PostgreSQL"),
             ),
@@ -114,6 +118,7 @@ macro_rules! e2e_on_both_backends {
                 }
             )*
         }
+        #[cfg(feature = "postgres")]
         mod postgres {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

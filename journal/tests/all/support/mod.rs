@@ -1,12 +1,13 @@
 //! Shared helpers for the journal tests.
 
 pub mod backend;
+#[cfg(feature = "postgres")]
 pub mod pg;
 pub mod server;
 
 use std::time::Duration;
 
-use reqwest_resilience_journal::{NewIntent, PostgresStore, SqliteStore};
+use reqwest_resilience_journal::{NewIntent, SqliteStore};
 
 /// A fresh SQLite journal file in the temp directory (removed by the OS's temp
 /// cleanup; each test has its own).
@@ -23,10 +24,11 @@ pub fn sqlite_store(test: &str) -> SqliteStore {
 }
 
 /// A PostgreSQL journal in a schema of its own, or `None` (skipped loudly).
-pub async fn postgres_store(test: &str) -> Option<PostgresStore> {
+#[cfg(feature = "postgres")]
+pub async fn postgres_store(test: &str) -> Option<reqwest_resilience_journal::PostgresStore> {
     let conninfo = pg::fresh_schema(test).await?;
     Some(
-        PostgresStore::connect(&conninfo)
+        reqwest_resilience_journal::PostgresStore::connect(&conninfo)
             .await
             .expect("connect the PostgreSQL journal"),
     )
@@ -53,6 +55,7 @@ macro_rules! on_both_backends {
                 }
             )*
         }
+        #[cfg(feature = "postgres")]
         mod postgres {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -66,4 +69,23 @@ macro_rules! on_both_backends {
             )*
         }
     };
+}
+
+/// The one allowed skip: PostgreSQL is not available. Loud; a failure under `CI=true`.
+pub fn skip_postgres(why: &str) {
+    let message = format!(
+        "PostgreSQL tests SKIPPED: {why}. Install PostgreSQL \
+         (journal/scripts/ensure-postgres.sh) or set DATABASE_URL, and build with \
+         --features postgres (or --all-features)."
+    );
+    if std::env::var("CI").is_ok_and(|ci| ci == "true") {
+        panic!("{message} (CI=true: failing instead of skipping)");
+    }
+    eprintln!("\n!!!!! {message} !!!!!\n");
+}
+
+#[cfg(not(feature = "postgres"))]
+#[test]
+fn postgres_tests_need_the_postgres_feature() {
+    skip_postgres("this build has no `postgres` feature");
 }

@@ -8,9 +8,6 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-/// Set in child processes so they reuse the parent's cluster.
-pub const CONNINFO_ENV: &str = "JOURNAL_TEST_PG";
-
 static BASE: OnceLock<Option<String>> = OnceLock::new();
 
 /// A connection string for a fresh schema of its own, or `None` when PostgreSQL
@@ -50,16 +47,11 @@ fn with_search_path(base: &str, schema: &str) -> String {
 }
 
 fn find_or_start() -> Option<String> {
-    if let Ok(url) = std::env::var(CONNINFO_ENV).or_else(|_| std::env::var("DATABASE_URL")) {
+    if let Ok(url) = std::env::var("DATABASE_URL") {
         return Some(url);
     }
     let Some(bin) = find_binaries() else {
-        let message = "PostgreSQL tests SKIPPED: no DATABASE_URL and no initdb/pg_ctl found. \
-             Install PostgreSQL (journal/scripts/ensure-postgres.sh) or set DATABASE_URL.";
-        if std::env::var("CI").is_ok_and(|ci| ci == "true") {
-            panic!("{message} (CI=true: failing instead of skipping)");
-        }
-        eprintln!("\n!!!!! {message} !!!!!\n");
+        super::skip_postgres("no DATABASE_URL and no initdb/pg_ctl found");
         return None;
     };
     Some(start_cluster(&bin))
