@@ -8,6 +8,38 @@
 //! of a fleet) **resumes** it: same key, same body bytes, a fresh request id, a
 //! fresh deadline of the stored length, never past the key's retention.
 //!
+//! # Example
+//! ```no_run
+//! use std::time::Duration;
+//! use reqwest_resilience::ResilientClient;
+//! use reqwest_resilience_journal::{DurableExt, Journal, SqliteStore};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let journal = Journal::new(SqliteStore::open("intents.sqlite")?);
+//! let client = ResilientClient::new();
+//!
+//! // Written ahead before the first byte leaves; the result is recorded at the end.
+//! let response = client
+//!     .post("http://127.0.0.1:8080/payments")
+//!     .bearer_auth("secret") // never journaled
+//!     .body(r#"{"amount": 500}"#)
+//!     .durable(&journal)
+//!     .send()
+//!     .await;
+//!
+//! // At start-up and in the background: finish what a dead process left open,
+//! // with the same key and body, signing each request again.
+//! let resumer = journal
+//!     .resumer(&client)
+//!     .resign(|request, _intent| request.bearer_auth("secret"));
+//! let report = resumer.run_once().await?;
+//! let background = resumer.spawn(Duration::from_secs(30));
+//! // … at shutdown:
+//! let totals = background.stop().await;
+//! # let _ = (response, report, totals);
+//! # Ok(()) }
+//! ```
+//!
 //! # State machine
 //!
 //! ```text

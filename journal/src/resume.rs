@@ -33,7 +33,8 @@ const MIN_RUN: Duration = Duration::from_millis(10);
 type ResignHook = dyn Fn(RequestBuilder, &IntentRecord) -> RequestBuilder + Send + Sync;
 
 /// Resumes a journal's unfinished intents through a client. Build it with
-/// [`Journal::resumer`].
+/// [`Journal::resumer`]. Use a client set up like the one that sent the intents
+/// (same idempotency key header and format): the key is resent verbatim.
 #[derive(Clone)]
 #[must_use]
 pub struct Resumer {
