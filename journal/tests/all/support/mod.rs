@@ -9,12 +9,29 @@ use std::time::Duration;
 
 use reqwest_resilience_journal::{NewIntent, SqliteStore};
 
-/// A fresh SQLite journal file in the temp directory (removed by the OS's temp
-/// cleanup; each test has its own).
+/// A fresh SQLite journal file. Each test process keeps its files in one
+/// directory; directories of processes that are gone are removed on first use.
 pub fn sqlite_path(test: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!(
-        "journal-{test}-{}-{}.sqlite",
-        std::process::id(),
+    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let tmp = std::env::temp_dir();
+        if let Ok(entries) = std::fs::read_dir(&tmp) {
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let Some(pid) = name.strip_prefix("journal-tests-") else {
+                    continue;
+                };
+                if !std::path::Path::new("/proc").join(pid).exists() {
+                    let _ = std::fs::remove_dir_all(entry.path());
+                }
+            }
+        }
+        let dir = tmp.join(format!("journal-tests-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("create the SQLite test directory");
+        dir
+    });
+    dir.join(format!(
+        "{test}-{}.sqlite",
         &uuid::Uuid::new_v4().simple().to_string()[..8]
     ))
 }
