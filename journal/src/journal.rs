@@ -160,7 +160,8 @@ impl JournalBuilder {
         self
     }
 
-    /// The lease of a run whose intent has no deadline.
+    /// The lease of a run whose intent has no deadline, and of every resume
+    /// claim (a resend's deadline is clipped to end before it).
     pub fn lease_without_deadline(mut self, lease: Duration) -> Self {
         self.settings.lease_without_deadline = lease;
         self

@@ -196,26 +196,27 @@ impl Resumer {
             .retention_end
             .duration_since(claim.now)
             .unwrap_or_default();
-        let lease_left = claim
-            .lease
-            .until
-            .duration_since(claim.now)
-            .unwrap_or_default()
-            .saturating_sub(
-                settings
-                    .lease_margin
-                    .min(claim_margin(settings.lease_without_deadline)),
-            );
-        let deadline = record
-            .deadline
-            .unwrap_or(Duration::MAX)
-            .min(retention_left)
-            .min(lease_left);
         if retention_left < MIN_RUN {
             return Err(Outcome::Abandoned {
                 reason: "the server's key retention has ended; reconcile by hand".to_owned(),
             });
         }
+        // End the run before the lease does (keeping its margin, at most half of
+        // it, free), so nobody claims the intent while it may be on the wire.
+        let kept_free = settings
+            .lease_margin
+            .min(settings.lease_without_deadline / 2);
+        let lease_left = claim
+            .lease
+            .until
+            .duration_since(claim.now)
+            .unwrap_or_default()
+            .saturating_sub(kept_free);
+        let deadline = record
+            .deadline
+            .unwrap_or(Duration::MAX)
+            .min(retention_left)
+            .min(lease_left);
         Ok(deadline.max(MIN_RUN))
     }
 
@@ -286,12 +287,6 @@ impl Resumer {
         });
         ResumeHandle { stop, task }
     }
-}
-
-/// The lease margin kept free at the end of a resume's lease, bounded by half
-/// the lease so a short lease still leaves time to send.
-fn claim_margin(lease: Duration) -> Duration {
-    lease / 2
 }
 
 /// Stops a background resume loop.
