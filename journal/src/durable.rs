@@ -1,0 +1,248 @@
+//! Durable send: write the intent ahead, send, record the result.
+//!
+//! [`DurableExt::durable`] attaches a per-intent observer to a request. Its
+//! `started` hook runs after the key is decided and before the first byte leaves:
+//! it writes the intent ahead (`in_flight`, leased to this worker) and refuses the
+//! intent — nothing is sent — when that write fails, when the body is a stream, or
+//! when a POST/PATCH has no key. Its `ended` hook records the result under the
+//! lease (`succeeded`, `failed`, or `unknown` to be resumed).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http::{HeaderMap, HeaderName, StatusCode};
+use reqwest_resilience::{
+    is_idempotent_method, BoxError as CoreBoxError, IntentEnd, IntentObserver, IntentStart,
+    ObserverFuture, RequestBuilder,
+};
+
+use crate::error::JournalError;
+use crate::headers::defining_headers;
+use crate::journal::Journal;
+use crate::record::{Lease, NewIntent, Outcome};
+
+/// Per-intent settings of a durable send.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct DurableOptions {
+    retention: Option<Duration>,
+}
+
+impl DurableOptions {
+    /// The journal's settings.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How long the server keeps this intent's key (overrides the journal's).
+    pub fn retention(mut self, retention: Duration) -> Self {
+        self.retention = Some(retention);
+        self
+    }
+}
+
+/// Makes a [`RequestBuilder`] durable: `client.post(url).json(&b).durable(&journal).send()`.
+pub trait DurableExt {
+    /// Writes the intent ahead to `journal` before its first byte leaves, and
+    /// records its result there.
+    ///
+    /// `send()` then fails without sending anything
+    /// ([`reqwest_resilience::Error::is_observer_refused`]; the
+    /// [`JournalError`] is its source, see [`journal_error`]) when the journal
+    /// write fails, the body is a stream, the key is already journaled, or a POST
+    /// or PATCH has no idempotency key.
+    fn durable(self, journal: &Journal) -> Self;
+
+    /// [`durable`](Self::durable) with per-intent settings.
+    fn durable_with(self, journal: &Journal, options: DurableOptions) -> Self;
+}
+
+impl DurableExt for RequestBuilder {
+    fn durable(self, journal: &Journal) -> Self {
+        self.durable_with(journal, DurableOptions::default())
+    }
+
+    fn durable_with(self, journal: &Journal, options: DurableOptions) -> Self {
+        self.observer(Arc::new(DurableObserver {
+            retention: options.retention.unwrap_or(journal.settings().retention),
+            journal: journal.clone(),
+            lease: Mutex::new(None),
+        }))
+    }
+}
+
+/// The journal's error behind a refused durable send, if that is why it failed.
+pub fn journal_error(error: &reqwest_resilience::Error) -> Option<&JournalError> {
+    std::error::Error::source(error)?.downcast_ref::<JournalError>()
+}
+
+struct DurableObserver {
+    journal: Journal,
+    retention: Duration,
+    lease: Mutex<Option<Lease>>,
+}
+
+impl IntentObserver for DurableObserver {
+    fn needs_body_bytes(&self) -> bool {
+        true
+    }
+
+    fn started<'a>(
+        &'a self,
+        intent: &'a IntentStart<'a>,
+    ) -> ObserverFuture<'a, Result<(), CoreBoxError>> {
+        Box::pin(async move {
+            let new = self.new_intent(intent)?;
+            let lease = self
+                .journal
+                .store()
+                .write_ahead(
+                    &new,
+                    self.journal.owner(),
+                    self.journal.lease_for(new.deadline),
+                )
+                .await?;
+            *self.lease.lock().unwrap_or_else(|e| e.into_inner()) = Some(lease);
+            Ok(())
+        })
+    }
+
+    fn ended<'a>(&'a self, end: &'a IntentEnd<'a>) -> ObserverFuture<'a, ()> {
+        Box::pin(async move {
+            let lease = self.lease.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let Some(lease) = lease else {
+                return; // never written ahead
+            };
+            let outcome = first_run_outcome(end, self.journal.settings().unknown_retry_after);
+            if let Err(error) = self.journal.store().record(&lease, &outcome).await {
+                // The row stays in_flight until its lease expires; a resume then
+                // resends it with the same key, and the server replays its result.
+                tracing::warn!(%error, state = %outcome.state(), "journal: result not recorded");
+            }
+        })
+    }
+}
+
+impl DurableObserver {
+    fn new_intent(&self, intent: &IntentStart<'_>) -> Result<NewIntent, JournalError> {
+        let body = match intent.body() {
+            Some(bytes) => bytes,
+            None if intent.has_body() => return Err(JournalError::BodyNotInMemory),
+            None => &[],
+        };
+        let method = intent.method().clone();
+        let (key, key_on_wire) = match intent.key() {
+            Some(key) => (key.as_str().to_owned(), true),
+            None if is_idempotent_method(&method) => {
+                (format!("local-{}", uuid::Uuid::new_v4()), false)
+            }
+            None => {
+                return Err(JournalError::KeyRequired {
+                    method: method.to_string(),
+                })
+            }
+        };
+        let key_header = key_on_wire
+            .then(|| key_header_of(intent.headers(), &key))
+            .flatten();
+        Ok(NewIntent {
+            headers: defining_headers(
+                intent.headers(),
+                &self.journal.settings().excluded_headers,
+                key_header.as_ref(),
+            ),
+            url: without_userinfo(intent.url()),
+            body: body.to_vec(),
+            deadline: intent.deadline(),
+            retention: self.retention,
+            key,
+            key_on_wire,
+            method,
+        })
+    }
+}
+
+/// The URL without `user:password@` (credentials, like `Authorization`, are
+/// never journaled; the resume hook adds them back).
+fn without_userinfo(url: &reqwest::Url) -> String {
+    let mut url = url.clone();
+    // Both fail only for URLs that cannot have userinfo, which then have none.
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+    url.into()
+}
+
+/// The header that carries the key (bare or as a quoted sf-string): stored in its
+/// own column, and put back by the client on resume.
+fn key_header_of(headers: &HeaderMap, key: &str) -> Option<HeaderName> {
+    let quoted = format!("\"{key}\"");
+    headers
+        .iter()
+        .find(|(_, value)| {
+            value.as_bytes() == key.as_bytes() || value.as_bytes() == quoted.as_bytes()
+        })
+        .map(|(name, _)| name.clone())
+}
+
+/// The result of the first run, as the caller saw it. A give-up whose outcome is
+/// known (nothing reached the server, or it answered that it did nothing) is
+/// terminal: the caller was told it failed, so the journal must not do it later.
+fn first_run_outcome(end: &IntentEnd<'_>, unknown_retry_after: Duration) -> Outcome {
+    let status = end.status();
+    let in_progress = status == Some(StatusCode::CONFLICT);
+    match end.gave_up() {
+        None if !in_progress => final_response(status, end.headers()),
+        None => unknown(
+            status,
+            unknown_retry_after,
+            end.retry_after(),
+            "409 in progress",
+        ),
+        Some(reason) if end.is_outcome_unknown() || in_progress => unknown(
+            status,
+            unknown_retry_after,
+            end.retry_after(),
+            reason.as_str(),
+        ),
+        Some(reason) => Outcome::Failed {
+            status: status.map(|s| s.as_u16()),
+            reason: reason.as_str().to_owned(),
+        },
+    }
+}
+
+/// A final response: a success with its result locator, or a definite failure.
+pub(crate) fn final_response(status: Option<StatusCode>, headers: Option<&HeaderMap>) -> Outcome {
+    match status {
+        Some(status) if status.is_success() || status.is_redirection() => Outcome::Succeeded {
+            status: status.as_u16(),
+            locator: headers
+                .and_then(|h| h.get(http::header::LOCATION))
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
+        },
+        Some(status) => Outcome::Failed {
+            status: Some(status.as_u16()),
+            reason: format!("final status {status}"),
+        },
+        None => Outcome::Failed {
+            status: None,
+            reason: "ended without a response".to_owned(),
+        },
+    }
+}
+
+/// Still unknown: due again after the journal's delay, or the server's
+/// Retry-After if that is longer.
+pub(crate) fn unknown(
+    status: Option<StatusCode>,
+    delay: Duration,
+    retry_after: Option<Duration>,
+    reason: &str,
+) -> Outcome {
+    Outcome::Unknown {
+        status: status.map(|s| s.as_u16()),
+        retry_in: delay.max(retry_after.unwrap_or_default()),
+        reason: reason.to_owned(),
+    }
+}

@@ -1,0 +1,77 @@
+//! The journal's one error type.
+
+/// A boxed error from a storage driver or an observer.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What went wrong in the journal.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum JournalError {
+    /// The lease this worker held was taken over (it expired and another worker
+    /// claimed the intent, or a person abandoned it): the result is dropped so it
+    /// cannot overwrite a newer one.
+    #[error("lease lost on intent {key_prefix}…: another owner holds it now (fence {fence})")]
+    LeaseLost {
+        /// The first characters of the key (keys are secret-ish).
+        key_prefix: String,
+        /// The fencing counter this worker held.
+        fence: i64,
+    },
+    /// An intent with this key is already in the journal; resume it instead of
+    /// sending it again.
+    #[error("an intent with key {key_prefix}… is already journaled")]
+    DuplicateKey {
+        /// The first characters of the key.
+        key_prefix: String,
+    },
+    /// A durable intent needs its body in memory (bytes, a string, JSON, or a
+    /// `body_fn` that yields bytes); a stream cannot be journaled.
+    #[error("a durable intent needs an in-memory body; a streamed body cannot be journaled")]
+    BodyNotInMemory,
+    /// A POST or PATCH sent durably without an idempotency key could never be
+    /// resumed safely.
+    #[error("a durable {method} needs an idempotency key (do not call without_idempotency_key)")]
+    KeyRequired {
+        /// The request method.
+        method: String,
+    },
+    /// A stored row could not be read back (edited by hand, or a newer schema).
+    #[error("journal row is invalid: {0}")]
+    InvalidRecord(String),
+    /// A configuration value was rejected.
+    #[error("invalid journal configuration: {0}")]
+    InvalidConfig(String),
+    /// The database failed (I/O, connection lost, constraint, …).
+    #[error("journal storage failed")]
+    Storage(#[source] BoxError),
+}
+
+impl JournalError {
+    /// True when a worker's lease was taken over and its result was dropped.
+    pub fn is_lease_lost(&self) -> bool {
+        matches!(self, Self::LeaseLost { .. })
+    }
+
+    pub(crate) fn storage(error: impl Into<BoxError>) -> Self {
+        Self::Storage(error.into())
+    }
+
+    pub(crate) fn lease_lost(key: &str, fence: i64) -> Self {
+        Self::LeaseLost {
+            key_prefix: key_prefix(key),
+            fence,
+        }
+    }
+
+    pub(crate) fn duplicate_key(key: &str) -> Self {
+        Self::DuplicateKey {
+            key_prefix: key_prefix(key),
+        }
+    }
+}
+
+/// The first 8 characters of a key: enough to find it in the journal, not enough
+/// to replay it.
+pub(crate) fn key_prefix(key: &str) -> String {
+    key.chars().take(8).collect()
+}

@@ -1,0 +1,124 @@
+//! Durable intents for [`reqwest_resilience`]: the idempotency key outlives the
+//! process until a terminal result.
+//!
+//! An intent sent durably is **written ahead** to a journal — key, method, URL, the
+//! headers that define it (never credentials), the exact body bytes, its deadline
+//! and when the server's key retention ends — before its first byte leaves. If the
+//! process dies while the outcome is unknown, another process (or another worker
+//! of a fleet) **resumes** it: same key, same body bytes, a fresh request id, a
+//! fresh deadline of the stored length, never past the key's retention.
+//!
+//! # Example
+//! ```no_run
+//! use std::time::Duration;
+//! use reqwest_resilience::ResilientClient;
+//! use reqwest_resilience_journal::{DurableExt, Journal, SqliteStore};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let journal = Journal::new(SqliteStore::open("intents.sqlite")?);
+//! let client = ResilientClient::new();
+//!
+//! // Written ahead before the first byte leaves; the result is recorded at the end.
+//! let response = client
+//!     .post("http://127.0.0.1:8080/payments")
+//!     .bearer_auth("secret") // never journaled
+//!     .body(r#"{"amount": 500}"#)
+//!     .durable(&journal)
+//!     .send()
+//!     .await;
+//!
+//! // At start-up and in the background: finish what a dead process left open,
+//! // with the same key and body, signing each request again.
+//! let resumer = journal
+//!     .resumer(&client)
+//!     .resign(|request, _intent| request.bearer_auth("secret"));
+//! let report = resumer.run_once().await?;
+//! let background = resumer.spawn(Duration::from_secs(30));
+//! // … at shutdown:
+//! let totals = background.stop().await;
+//! # let _ = (response, report, totals);
+//! # Ok(()) }
+//! ```
+//!
+//! # State machine
+//!
+//! ```text
+//!                write-ahead (lease: owner, until, fence = 1)
+//!                          │
+//!                          ▼
+//!   claim (fence + 1) ┌───────────┐  2xx/3xx ─────────────▶ succeeded
+//!  ┌─────────────────▶│ in_flight │  4xx (422 …), known ──▶ failed
+//!  │  lease expired ──┤           │  past retention,
+//!  │  (worker died)   └───────────┘   too many runs ──────▶ abandoned
+//!  │                        │
+//!  │                        │ outcome unknown, 409 in progress
+//!  │                        ▼
+//!  └──── due_at passed ─ unknown ─── abandon by hand ─────▶ abandoned
+//! ```
+//!
+//! * **`in_flight`** — owned by one worker under a *lease* (owner, `lease_until`,
+//!   a fencing counter). A durable send takes the first lease when it writes the
+//!   intent ahead; a resume takes one with each claim. A lease lasts the run's
+//!   deadline plus a margin, so nobody else claims an intent that may still be on
+//!   the wire; once it expires (the worker died or hangs) the intent is claimable.
+//! * **`unknown`** — the outcome is not known (a timeout after the request left, a
+//!   lost response, a 409 "still in progress"): due again at `due_at`.
+//! * **`succeeded`** (status, and the `Location` header as the result locator),
+//!   **`failed`** (a definite answer such as 422, or provably not sent) and
+//!   **`abandoned`** (the key's retention would have ended, too many runs, or by
+//!   hand) are **terminal**: never resumed.
+//!
+//! Every claim raises the fencing counter, and every write after a claim names the
+//! counter it holds: a worker whose lease was taken over gets
+//! [`JournalError::LeaseLost`] and its late result is dropped, so it can never
+//! overwrite a newer one.
+//!
+//! # Backends
+//! * [`SqliteStore`] (feature `sqlite`, default): one file, bundled SQLite, WAL,
+//!   one writer per process, claims in one `BEGIN IMMEDIATE` transaction.
+//! * [`PostgresStore`] (feature `postgres`): a fleet of workers on one table,
+//!   claims with `FOR UPDATE SKIP LOCKED`, every timestamp from the database's
+//!   clock.
+//!
+//! # What the journal holds — protect it like the data
+//! The journal stores request **bodies** and **idempotency keys** verbatim (they
+//! must be resent byte for byte). `Authorization`, `Proxy-Authorization`, `Cookie`
+//! and the headers you name are never written; the resume hook signs requests
+//! again. Still, whoever can read the journal can read what you sent and replay it
+//! within the server's key window: give the file or table the protection of the
+//! data itself, and prune terminal rows.
+
+#![deny(missing_docs)]
+#![warn(missing_debug_implementations, rust_2018_idioms, unreachable_pub)]
+#![forbid(unsafe_code)]
+// Without a backend only your own `JournalStore` is usable; the row helpers idle.
+#![cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+
+mod durable;
+mod error;
+mod headers;
+mod journal;
+mod record;
+mod resume;
+mod row;
+mod state;
+mod store;
+
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+
+pub use durable::{journal_error, DurableExt, DurableOptions};
+pub use error::{BoxError, JournalError};
+pub use headers::ALWAYS_EXCLUDED;
+pub use journal::{Journal, JournalBuilder, DEFAULT_RETENTION};
+pub use record::{Claimed, IntentRecord, Lease, NewIntent, Outcome};
+pub use resume::{ResumeHandle, ResumeReport, Resumer};
+pub use state::{IntentState, UnknownState};
+pub use store::{JournalStore, StoreFuture};
+
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresStore;
+#[cfg(feature = "sqlite")]
+pub use sqlite::SqliteStore;

@@ -1,0 +1,305 @@
+//! Resume: claim unfinished intents and resend them with the same key and body.
+//!
+//! A resume claims due `unknown` intents and `in_flight` intents whose lease
+//! expired (their worker died), and resends each through the given client: the
+//! **same key and the same body bytes**, a fresh request id, a fresh deadline of
+//! the stored length — never past the end of the key's retention, never past the
+//! lease. Each resend is a new intent to the client's policy, so it deposits into
+//! and withdraws from the client's retry budget like any other: a fleet resuming
+//! a backlog cannot storm a recovering server.
+//!
+//! Results: 2xx/3xx → `succeeded`; 409 (in progress) or another unknown outcome →
+//! `unknown` again with a later due time; 422 and other definite answers →
+//! `failed`; past the retention, or more runs than allowed → `abandoned` without
+//! sending.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::StatusCode;
+use reqwest_resilience::{RequestBuilder, ResilientClient};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::durable::{final_response, unknown};
+use crate::error::JournalError;
+use crate::journal::Journal;
+use crate::record::{Claimed, IntentRecord, Outcome};
+
+/// The shortest resend worth making: below it the retention (or lease) is
+/// treated as over.
+const MIN_RUN: Duration = Duration::from_millis(10);
+
+type ResignHook = dyn Fn(RequestBuilder, &IntentRecord) -> RequestBuilder + Send + Sync;
+
+/// Resumes a journal's unfinished intents through a client. Build it with
+/// [`Journal::resumer`]. Use a client set up like the one that sent the intents
+/// (same idempotency key header and format): the key is resent verbatim.
+#[derive(Clone)]
+#[must_use]
+pub struct Resumer {
+    journal: Journal,
+    client: ResilientClient,
+    resign: Option<Arc<ResignHook>>,
+    batch: usize,
+}
+
+impl std::fmt::Debug for Resumer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Resumer")
+            .field("journal", &self.journal)
+            .field("batch", &self.batch)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What one resume pass did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ResumeReport {
+    /// Intents claimed.
+    pub claimed: usize,
+    /// Resent and succeeded.
+    pub succeeded: usize,
+    /// Resent and got a definite failure (422, …).
+    pub failed: usize,
+    /// Resent and still unknown (409, timeout, …): due again later.
+    pub unknown: usize,
+    /// Abandoned without sending (retention over, too many runs).
+    pub abandoned: usize,
+    /// Results dropped because the lease was taken over meanwhile.
+    pub lease_lost: usize,
+    /// Results that could not be written (the lease will expire and the intent
+    /// is claimed again).
+    pub errors: usize,
+}
+
+impl ResumeReport {
+    fn add(&mut self, other: &ResumeReport) {
+        self.claimed += other.claimed;
+        self.succeeded += other.succeeded;
+        self.failed += other.failed;
+        self.unknown += other.unknown;
+        self.abandoned += other.abandoned;
+        self.lease_lost += other.lease_lost;
+        self.errors += other.errors;
+    }
+
+    fn count(&mut self, outcome: &Outcome, written: Result<(), JournalError>) {
+        match written {
+            Err(error) if error.is_lease_lost() => self.lease_lost += 1,
+            Err(_) => self.errors += 1,
+            Ok(()) => match outcome {
+                Outcome::Succeeded { .. } => self.succeeded += 1,
+                Outcome::Failed { .. } => self.failed += 1,
+                Outcome::Unknown { .. } => self.unknown += 1,
+                Outcome::Abandoned { .. } => self.abandoned += 1,
+            },
+        }
+    }
+}
+
+impl Journal {
+    /// A resumer that resends this journal's unfinished intents through `client`
+    /// (batches of 32 by default).
+    pub fn resumer(&self, client: &ResilientClient) -> Resumer {
+        Resumer {
+            journal: self.clone(),
+            client: client.clone(),
+            resign: None,
+            batch: 32,
+        }
+    }
+
+    /// One resume pass of at most `batch` intents, without a re-sign hook.
+    ///
+    /// # Errors
+    /// [`JournalError::Storage`] when the claim fails.
+    pub async fn resume(
+        &self,
+        client: &ResilientClient,
+        batch: usize,
+    ) -> Result<ResumeReport, JournalError> {
+        self.resumer(client).batch(batch).run_once().await
+    }
+}
+
+impl Resumer {
+    /// Adds credentials (and any excluded header) back to each resent request:
+    /// the journal never stores them.
+    pub fn resign(
+        mut self,
+        hook: impl Fn(RequestBuilder, &IntentRecord) -> RequestBuilder + Send + Sync + 'static,
+    ) -> Self {
+        self.resign = Some(Arc::new(hook));
+        self
+    }
+
+    /// How many intents one pass claims and resends concurrently (at least 1).
+    pub fn batch(mut self, batch: usize) -> Self {
+        self.batch = batch.max(1);
+        self
+    }
+
+    /// Claims one batch, resends it concurrently, records each result.
+    ///
+    /// # Errors
+    /// [`JournalError::Storage`] when the claim fails; failures to record single
+    /// results are counted in the report instead.
+    pub async fn run_once(&self) -> Result<ResumeReport, JournalError> {
+        let settings = self.journal.settings();
+        let lease = settings.lease_without_deadline;
+        let claimed = settings
+            .store
+            .claim(self.journal.owner(), lease, self.batch)
+            .await?;
+        let mut report = ResumeReport {
+            claimed: claimed.len(),
+            ..ResumeReport::default()
+        };
+        let mut runs = JoinSet::new();
+        for claim in claimed {
+            let this = self.clone();
+            runs.spawn(async move { this.resume_one(claim).await });
+        }
+        while let Some(done) = runs.join_next().await {
+            match done {
+                Ok((outcome, written)) => report.count(&outcome, written),
+                Err(_) => report.errors += 1, // a panicking hook; the lease will expire
+            }
+        }
+        Ok(report)
+    }
+
+    async fn resume_one(&self, claim: Claimed) -> (Outcome, Result<(), JournalError>) {
+        let outcome = match self.run_plan(&claim) {
+            Err(abandon) => abandon,
+            Ok(deadline) => self.resend(&claim.record, deadline).await,
+        };
+        let written = self.journal.store().record(&claim.lease, &outcome).await;
+        if let Err(error) = &written {
+            tracing::warn!(%error, state = %outcome.state(), "journal: resume result not recorded");
+        }
+        (outcome, written)
+    }
+
+    /// The deadline of this run, or why the intent is abandoned instead.
+    fn run_plan(&self, claim: &Claimed) -> Result<Duration, Outcome> {
+        let settings = self.journal.settings();
+        let record = &claim.record;
+        if record.runs > settings.max_runs {
+            return Err(Outcome::Abandoned {
+                reason: format!("ran {} times (max {})", record.runs - 1, settings.max_runs),
+            });
+        }
+        let retention_left = record
+            .retention_end
+            .duration_since(claim.now)
+            .unwrap_or_default();
+        if retention_left < MIN_RUN {
+            return Err(Outcome::Abandoned {
+                reason: "the server's key retention has ended; reconcile by hand".to_owned(),
+            });
+        }
+        // End the run before the lease does (keeping its margin, at most half of
+        // it, free), so nobody claims the intent while it may be on the wire.
+        let kept_free = settings
+            .lease_margin
+            .min(settings.lease_without_deadline / 2);
+        let lease_left = claim
+            .lease
+            .until
+            .duration_since(claim.now)
+            .unwrap_or_default()
+            .saturating_sub(kept_free);
+        let deadline = record
+            .deadline
+            .unwrap_or(Duration::MAX)
+            .min(retention_left)
+            .min(lease_left);
+        Ok(deadline.max(MIN_RUN))
+    }
+
+    async fn resend(&self, record: &IntentRecord, deadline: Duration) -> Outcome {
+        let mut request = self
+            .client
+            .request(record.method.clone(), record.url.as_str())
+            .headers(record.headers.clone())
+            .deadline(deadline);
+        request = if record.key_on_wire {
+            request.idempotency_key(record.key.clone())
+        } else {
+            request.without_idempotency_key()
+        };
+        if !record.body.is_empty() {
+            request = request.body(record.body.clone());
+        }
+        if let Some(resign) = &self.resign {
+            request = resign(request, record);
+        }
+        let retry_after = self.journal.settings().unknown_retry_after;
+        match request.send().await {
+            Ok(response) if response.status() == StatusCode::CONFLICT => unknown(
+                Some(response.status()),
+                retry_after,
+                None,
+                "409 in progress",
+            ),
+            Ok(response) => final_response(Some(response.status()), Some(response.headers())),
+            Err(error) if error.is_invalid_request() => Outcome::Failed {
+                status: None,
+                reason: format!("stored request cannot be sent: {error}"),
+            },
+            Err(error) => unknown(
+                error.last_status(),
+                retry_after,
+                error.retry_after(),
+                error.reason().as_str(),
+            ),
+        }
+    }
+
+    /// Runs passes in the background until stopped: back to back while there is
+    /// a backlog (a full batch), else every `interval`.
+    pub fn spawn(self, interval: Duration) -> ResumeHandle {
+        let (stop, mut stopped) = watch::channel(false);
+        let task = tokio::spawn(async move {
+            let mut total = ResumeReport::default();
+            while !*stopped.borrow() {
+                let full = match self.run_once().await {
+                    Ok(report) => {
+                        total.add(&report);
+                        report.claimed == self.batch
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "journal: resume pass failed");
+                        false
+                    }
+                };
+                if !full {
+                    tokio::select! {
+                        _ = tokio::time::sleep(interval) => {}
+                        _ = stopped.changed() => {}
+                    }
+                }
+            }
+            total
+        });
+        ResumeHandle { stop, task }
+    }
+}
+
+/// Stops a background resume loop.
+#[derive(Debug)]
+pub struct ResumeHandle {
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<ResumeReport>,
+}
+
+impl ResumeHandle {
+    /// Stops after the pass in progress and returns the totals of all passes.
+    pub async fn stop(self) -> ResumeReport {
+        let _ = self.stop.send(true);
+        self.task.await.unwrap_or_default()
+    }
+}

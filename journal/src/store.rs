@@ -1,0 +1,70 @@
+//! The storage abstraction: what a journal backend must do, atomically.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use crate::error::JournalError;
+use crate::record::{Claimed, IntentRecord, Lease, NewIntent, Outcome};
+use crate::state::IntentState;
+
+/// A boxed future returned by [`JournalStore`] methods (keeps the trait usable as
+/// `dyn JournalStore` without a macro crate).
+pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, JournalError>> + Send + 'a>>;
+
+/// A journal backend. Every method is one atomic step of the state machine
+/// described in the crate docs; implementations take "now" from their own clock
+/// (PostgreSQL: the database's, so a fleet agrees on lease ends).
+///
+/// Implemented by [`SqliteStore`](crate::SqliteStore) and
+/// [`PostgresStore`](crate::PostgresStore); the conformance tests run against both.
+pub trait JournalStore: Send + Sync + 'static {
+    /// Writes an intent ahead as `in_flight`, leased to `owner` for `lease`, with
+    /// fence 1 and runs 1.
+    ///
+    /// # Errors
+    /// [`JournalError::DuplicateKey`] when the key is already journaled;
+    /// [`JournalError::Storage`] when the write failed.
+    fn write_ahead<'a>(
+        &'a self,
+        intent: &'a NewIntent,
+        owner: &'a str,
+        lease: Duration,
+    ) -> StoreFuture<'a, Lease>;
+
+    /// Claims up to `limit` intents that are due — `unknown` with `due_at` passed,
+    /// or `in_flight` with an expired lease — for `owner`: each becomes `in_flight`
+    /// with a new lease, its fence and runs raised by one. Two concurrent claims
+    /// never return the same intent.
+    ///
+    /// # Errors
+    /// [`JournalError::Storage`].
+    fn claim<'a>(
+        &'a self,
+        owner: &'a str,
+        lease: Duration,
+        limit: usize,
+    ) -> StoreFuture<'a, Vec<Claimed>>;
+
+    /// Records an outcome under a lease.
+    ///
+    /// # Errors
+    /// [`JournalError::LeaseLost`] when the intent's fence moved past the lease's
+    /// (re-claimed or abandoned by hand) or it is no longer `in_flight`.
+    fn record<'a>(&'a self, lease: &'a Lease, outcome: &'a Outcome) -> StoreFuture<'a, ()>;
+
+    /// Looks an intent up by key.
+    fn get<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<IntentRecord>>;
+
+    /// Lists up to `limit` intents in `state`, oldest first.
+    fn list<'a>(&'a self, state: IntentState, limit: usize) -> StoreFuture<'a, Vec<IntentRecord>>;
+
+    /// Abandons an open (`in_flight` or `unknown`) intent by hand, raising its
+    /// fence so a worker still sending it cannot record a result. Returns false
+    /// when the key is unknown or already terminal.
+    fn abandon<'a>(&'a self, key: &'a str, reason: &'a str) -> StoreFuture<'a, bool>;
+
+    /// Deletes terminal intents last changed more than `older_than` ago; returns
+    /// how many.
+    fn prune<'a>(&'a self, older_than: Duration) -> StoreFuture<'a, u64>;
+}

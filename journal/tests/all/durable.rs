@@ -1,0 +1,312 @@
+//! Durable send: written ahead before the first byte, refused when it cannot be,
+//! first results recorded, credentials never journaled.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest_resilience_journal::{
+    journal_error, DurableExt, IntentState, Journal, JournalError, JournalStore, SqliteStore,
+};
+
+use crate::support::backend::{client, Backend};
+use crate::support::server::{Act, Server};
+
+const BODY: &[u8] = br#"{"amount":500,"currency":"EUR"}"#;
+
+crate::e2e_on_both_backends!(
+    row_exists_before_the_server_receives_attempt_1,
+    secrets_are_never_journaled_and_resume_signs_again,
+    first_results_are_recorded,
+);
+
+async fn row_exists_before_the_server_receives_attempt_1(backend: Backend) {
+    let journal = backend.journal(|b| b).await;
+    let reader = journal.clone();
+    let probe = Arc::new(move |key: String| {
+        let reader = reader.clone();
+        Box::pin(async move {
+            let row = reader.get(&key).await.expect("journal readable");
+            row.map(|row| row.state.to_string())
+        }) as _
+    });
+    let server = Server::scripted(|_, _| Act::Normal, Some(probe)).await;
+    let response = client(3)
+        .post(&server.url)
+        .idempotency_key("ahead-1")
+        .body(BODY)
+        .durable(&journal)
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), 201);
+    let seen = server.seen_with_key("ahead-1");
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].journal_state.as_deref(), Some("in_flight"));
+    let row = journal.get("ahead-1").await.unwrap().unwrap();
+    assert_eq!(row.state, IntentState::Succeeded);
+    assert_eq!(row.locator.as_deref(), Some("/payments/1"));
+    assert_eq!(row.body, BODY);
+}
+
+async fn secrets_are_never_journaled_and_resume_signs_again(backend: Backend) {
+    const TOKEN: &str = "tok-7f3a9c-very-secret";
+    let journal = backend
+        .journal(|b| {
+            b.exclude_header(http::HeaderName::from_static("x-api-key"))
+                .unknown_retry_after(Duration::ZERO)
+        })
+        .await;
+    // The first response is lost: the intent stays unknown in the journal.
+    let server = Server::scripted(
+        |_, before| {
+            if before == 0 {
+                Act::CommitThenDrop
+            } else {
+                Act::Normal
+            }
+        },
+        None,
+    )
+    .await;
+    let with_userinfo = server
+        .url
+        .replacen("http://", &format!("http://user:{TOKEN}@"), 1);
+    let error = client(1)
+        .post(&with_userinfo)
+        .idempotency_key("secret-1")
+        .bearer_auth(TOKEN)
+        .header("cookie", format!("session={TOKEN}"))
+        .header("proxy-authorization", format!("Basic {TOKEN}"))
+        .header("x-api-key", TOKEN)
+        .header("x-trace-tag", "kept")
+        .body(BODY)
+        .durable(&journal)
+        .send()
+        .await
+        .expect_err("response lost");
+    assert!(error.is_outcome_unknown(), "{error}");
+
+    let row = journal.get("secret-1").await.unwrap().unwrap();
+    assert_eq!(row.state, IntentState::Unknown);
+    for name in [
+        "authorization",
+        "cookie",
+        "proxy-authorization",
+        "x-api-key",
+        "idempotency-key",
+    ] {
+        assert!(row.headers.get(name).is_none(), "{name} journaled");
+    }
+    assert_eq!(row.headers.get("x-trace-tag").unwrap(), "kept");
+    assert_eq!(row.url, server.url, "no user:password@ in the stored URL");
+    if let Backend::Sqlite(path) = &backend {
+        // The bytes on disk (database and write-ahead log) never hold the token.
+        for file in [path.clone(), path.with_extension("sqlite-wal")] {
+            let bytes = std::fs::read(&file).unwrap_or_default();
+            assert!(
+                !bytes.windows(TOKEN.len()).any(|w| w == TOKEN.as_bytes()),
+                "{file:?}"
+            );
+        }
+    }
+
+    let report = journal
+        .resumer(&client(3))
+        .resign(|request, _| request.bearer_auth(TOKEN).header("x-api-key", TOKEN))
+        .run_once()
+        .await
+        .unwrap();
+    assert_eq!((report.claimed, report.succeeded), (1, 1));
+    let seen = server.seen_with_key("secret-1");
+    assert_eq!(seen.len(), 2);
+    assert_eq!(
+        seen[1].header("authorization"),
+        Some(&*format!("Bearer {TOKEN}"))
+    );
+    assert_eq!(seen[1].header("x-api-key"), Some(TOKEN));
+    assert_eq!(seen[1].header("cookie"), None, "not re-added by the hook");
+    assert_eq!(seen[1].header("x-trace-tag"), Some("kept"));
+    assert_eq!(server.effects(), 1);
+}
+
+async fn first_results_are_recorded(backend: Backend) {
+    let journal = backend.journal(|b| b).await;
+    let server = Server::start().await;
+    server.precommit("taken", b"another body");
+    let client = client(3);
+    let send = |key: &'static str| {
+        client
+            .post(&server.url)
+            .idempotency_key(key)
+            .body(BODY)
+            .durable(&journal)
+            .send()
+    };
+    assert_eq!(send("fresh").await.unwrap().status(), 201);
+    assert_eq!(send("taken").await.unwrap().status(), 422);
+    let fresh = journal.get("fresh").await.unwrap().unwrap();
+    assert_eq!(
+        (fresh.state, fresh.status),
+        (IntentState::Succeeded, Some(201))
+    );
+    let taken = journal.get("taken").await.unwrap().unwrap();
+    assert_eq!(
+        (taken.state, taken.status),
+        (IntentState::Failed, Some(422))
+    );
+}
+
+#[tokio::test]
+async fn refused_without_sending_when_the_intent_cannot_be_journaled() {
+    let journal = Journal::new(SqliteStore::open_in_memory().unwrap());
+    let server = Server::start().await;
+    let client = client(3);
+
+    // A POST without a key could never be resumed safely.
+    let error = client
+        .post(&server.url)
+        .without_idempotency_key()
+        .body(BODY)
+        .durable(&journal)
+        .send()
+        .await
+        .unwrap_err();
+    assert!(error.is_observer_refused(), "{error}");
+    assert!(matches!(
+        journal_error(&error),
+        Some(JournalError::KeyRequired { .. })
+    ));
+
+    // A stream has no bytes to journal.
+    let stream = futures_util::stream::iter([Ok::<_, std::io::Error>(BODY.to_vec())]);
+    let error = client
+        .post(&server.url)
+        .idempotency_key("stream-1")
+        .body(reqwest::Body::wrap_stream(stream))
+        .durable(&journal)
+        .send()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(journal_error(&error), Some(JournalError::BodyNotInMemory)),
+        "{error}"
+    );
+
+    // The key is journaled already: resume it, do not send it again.
+    client
+        .post(&server.url)
+        .idempotency_key("dup-1")
+        .body(BODY)
+        .durable(&journal)
+        .send()
+        .await
+        .unwrap();
+    let error = client
+        .post(&server.url)
+        .idempotency_key("dup-1")
+        .body(BODY)
+        .durable(&journal)
+        .send()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            journal_error(&error),
+            Some(JournalError::DuplicateKey { .. })
+        ),
+        "{error}"
+    );
+
+    // The journal is down: nothing is sent.
+    let broken = Journal::new(BrokenStore);
+    let error = client
+        .post(&server.url)
+        .idempotency_key("down-1")
+        .body(BODY)
+        .durable(&broken)
+        .send()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(journal_error(&error), Some(JournalError::Storage(_))),
+        "{error}"
+    );
+
+    assert_eq!(
+        server.seen().len(),
+        1,
+        "only dup-1's first send reached the server"
+    );
+    assert!(journal.get("stream-1").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn a_body_fn_is_called_once_and_its_bytes_journaled() {
+    let journal = Journal::new(SqliteStore::open_in_memory().unwrap());
+    let server = Server::start().await;
+    let response = client(3)
+        .put(&server.url)
+        .idempotency_key("fn-1")
+        .body_fn(|| reqwest::Body::from(BODY))
+        .durable(&journal)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    assert_eq!(journal.get("fn-1").await.unwrap().unwrap().body, BODY);
+    assert_eq!(server.seen()[0].body, BODY);
+}
+
+/// A store whose database is unreachable.
+struct BrokenStore;
+
+impl JournalStore for BrokenStore {
+    fn write_ahead<'a>(
+        &'a self,
+        _: &'a reqwest_resilience_journal::NewIntent,
+        _: &'a str,
+        _: Duration,
+    ) -> reqwest_resilience_journal::StoreFuture<'a, reqwest_resilience_journal::Lease> {
+        Box::pin(async { Err(JournalError::Storage("connection refused".into())) })
+    }
+    fn claim<'a>(
+        &'a self,
+        _: &'a str,
+        _: Duration,
+        _: usize,
+    ) -> reqwest_resilience_journal::StoreFuture<'a, Vec<reqwest_resilience_journal::Claimed>> {
+        Box::pin(async { Err(JournalError::Storage("connection refused".into())) })
+    }
+    fn record<'a>(
+        &'a self,
+        _: &'a reqwest_resilience_journal::Lease,
+        _: &'a reqwest_resilience_journal::Outcome,
+    ) -> reqwest_resilience_journal::StoreFuture<'a, ()> {
+        Box::pin(async { Err(JournalError::Storage("connection refused".into())) })
+    }
+    fn get<'a>(
+        &'a self,
+        _: &'a str,
+    ) -> reqwest_resilience_journal::StoreFuture<'a, Option<reqwest_resilience_journal::IntentRecord>>
+    {
+        Box::pin(async { Ok(None) })
+    }
+    fn list<'a>(
+        &'a self,
+        _: IntentState,
+        _: usize,
+    ) -> reqwest_resilience_journal::StoreFuture<'a, Vec<reqwest_resilience_journal::IntentRecord>>
+    {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+    fn abandon<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+    ) -> reqwest_resilience_journal::StoreFuture<'a, bool> {
+        Box::pin(async { Ok(false) })
+    }
+    fn prune<'a>(&'a self, _: Duration) -> reqwest_resilience_journal::StoreFuture<'a, u64> {
+        Box::pin(async { Ok(0) })
+    }
+}
