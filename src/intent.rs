@@ -110,6 +110,7 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
         }
         let start = IntentStart {
             key: self.key.as_ref(),
+            key_header: &self.policy.key_header,
             request: &self.request,
             body: self.request.body().and_then(reqwest::Body::as_bytes),
             deadline: self.deadline,

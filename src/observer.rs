@@ -10,6 +10,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
+use http::header::HeaderName;
 use http::{HeaderMap, Method, StatusCode};
 
 use crate::attempt_log::{AttemptLog, AttemptRecord, ResponseExt};
@@ -106,6 +107,7 @@ pub trait IntentObserver: Send + Sync + 'static {
 #[derive(Debug)]
 pub struct IntentStart<'a> {
     pub(crate) key: Option<&'a IdempotencyKey>,
+    pub(crate) key_header: &'a HeaderName,
     pub(crate) request: &'a reqwest::Request,
     pub(crate) body: Option<&'a [u8]>,
     pub(crate) deadline: Option<Duration>,
@@ -115,6 +117,12 @@ impl<'a> IntentStart<'a> {
     /// The idempotency key every attempt will carry, if any.
     pub fn key(&self) -> Option<&'a IdempotencyKey> {
         self.key
+    }
+
+    /// The header that carries the key on the wire (the policy's `key_header`);
+    /// `None` for an intent without a key.
+    pub fn key_header(&self) -> Option<&'a HeaderName> {
+        self.key.map(|_| self.key_header)
     }
 
     /// The method.

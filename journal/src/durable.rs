@@ -10,7 +10,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use http::{HeaderMap, HeaderName, StatusCode};
+use http::{HeaderMap, StatusCode};
 use reqwest_resilience::{
     is_idempotent_method, BoxError as CoreBoxError, IntentEnd, IntentObserver, IntentStart,
     ObserverFuture, RequestBuilder,
@@ -142,14 +142,12 @@ impl DurableObserver {
                 })
             }
         };
-        let key_header = key_on_wire
-            .then(|| key_header_of(intent.headers(), &key))
-            .flatten();
+        let key_header = intent.key_header().filter(|_| key_on_wire);
         Ok(NewIntent {
             headers: defining_headers(
                 intent.headers(),
                 &self.journal.settings().excluded_headers,
-                key_header.as_ref(),
+                key_header,
             ),
             url: without_userinfo(intent.url()),
             body: body.to_vec(),
@@ -170,18 +168,6 @@ fn without_userinfo(url: &reqwest::Url) -> String {
     let _ = url.set_username("");
     let _ = url.set_password(None);
     url.into()
-}
-
-/// The header that carries the key (bare or as a quoted sf-string): stored in its
-/// own column, and put back by the client on resume.
-fn key_header_of(headers: &HeaderMap, key: &str) -> Option<HeaderName> {
-    let quoted = format!("\"{key}\"");
-    headers
-        .iter()
-        .find(|(_, value)| {
-            value.as_bytes() == key.as_bytes() || value.as_bytes() == quoted.as_bytes()
-        })
-        .map(|(name, _)| name.clone())
 }
 
 /// The result of the first run, as the caller saw it. A give-up whose outcome is
