@@ -1,10 +1,10 @@
 //! Side-by-side benchmarks of reqwest-resilience and its peers (issue 5).
 //!
 //! ```text
-//! cargo run --release --example bench -- --quick      # < 2 min on 2 cores
-//! cargo run --release --example bench                 # full run, a few minutes
-//! cargo run --release --example bench -- --write      # also writes docs/bench/
-//! cargo run --release --example bench -- --only p1,p6 # a subset (development)
+//! cargo run -p reqwest-resilience-bench --release -- --quick      # < 2 min on 2 cores
+//! cargo run -p reqwest-resilience-bench --release                 # full run, a few minutes
+//! cargo run -p reqwest-resilience-bench --release -- --write      # also writes docs/bench/
+//! cargo run -p reqwest-resilience-bench --release -- --only p1,p8 # a subset (development)
 //! ```
 //!
 //! Everything runs against a hyper 1 server this program starts on 127.0.0.1 (its
@@ -19,27 +19,26 @@
 //!
 //! Figures: P1 sequential overhead, P2 throughput at 32 tasks, P3 amplification in a
 //! total 503 outage, P4 Retry-After adherence, P5 deadline overshoot, P6 Brooker's
-//! contention simulation (virtual time), P7 memory growth. The program prints one
-//! markdown table per figure and a final `SUMMARY …` line.
-
-#[path = "bench/peers.rs"]
-mod peers;
-#[path = "bench/server.rs"]
-mod server;
-#[path = "bench/sim.rs"]
-mod sim;
-#[path = "bench/svg.rs"]
-mod svg;
+//! contention simulation (virtual time), P7 memory growth, P8 allocations per
+//! intent. P8 needs a counting global allocator, and a global allocator applies to
+//! a whole binary, so it runs in a binary of its own (`p8_allocs`, see
+//! `src/bin/p8_allocs.rs`) that this one builds and runs as a child process (P1–P7
+//! keep the system allocator). The program prints one markdown table per figure and
+//! a final `SUMMARY …` line.
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use peers::{Client, Peer, Settings};
 use reqwest::StatusCode;
-use server::Server;
-use sim::Strategy;
+use reqwest_resilience_bench::cpu::thread_cpu;
+use reqwest_resilience_bench::markdown::table;
+use reqwest_resilience_bench::p8_child;
+use reqwest_resilience_bench::peers::{self, Client, Peer, Settings};
+use reqwest_resilience_bench::server::{self, Server};
+use reqwest_resilience_bench::sim::{self, Strategy};
+use reqwest_resilience_bench::svg;
 
 /// Iteration counts: `--quick` runs the same figures with fewer iterations.
 #[derive(Debug, Clone, Copy)]
@@ -107,6 +106,8 @@ struct Summary {
     p6_full: Option<f64>,
     p6_decorrelated: Option<f64>,
     p7_kib: Option<i64>,
+    /// Allocations per intent, reqwest-resilience minus bare reqwest.
+    p8_allocs: Option<f64>,
 }
 
 /// One row of the final targets table.
@@ -142,30 +143,6 @@ impl Report {
     }
 }
 
-/// A markdown table. The first column, and any header written with a leading
-/// space, are left-aligned; the others right-aligned.
-fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
-    let mut out = String::new();
-    let names: Vec<&str> = headers.iter().map(|h| h.trim_start()).collect();
-    let _ = writeln!(out, "| {} |", names.join(" | "));
-    let aligns: Vec<&str> = headers
-        .iter()
-        .enumerate()
-        .map(|(i, h)| {
-            if i == 0 || h.starts_with(' ') {
-                ":---"
-            } else {
-                "---:"
-            }
-        })
-        .collect();
-    let _ = writeln!(out, "|{}|", aligns.join("|"));
-    for row in rows {
-        let _ = writeln!(out, "| {} |", row.join(" | "));
-    }
-    out
-}
-
 fn quantile(values: &[f64], q: f64) -> f64 {
     if values.is_empty() {
         return f64::NAN;
@@ -183,25 +160,6 @@ fn median(values: &[f64]) -> f64 {
     quantile(values, 0.5)
 }
 
-/// CPU time of the calling thread. The client runtime is single-threaded, so on it
-/// this is all the client-side work (reqwest, hyper's connection tasks, the peer),
-/// and it is not inflated by time spent waiting for a core on a busy machine.
-fn thread_cpu() -> Duration {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime only writes the timespec we own and pass by pointer.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
-    if rc != 0 {
-        return Duration::ZERO;
-    }
-    Duration::new(
-        u64::try_from(now.tv_sec).unwrap_or(0),
-        u32::try_from(now.tv_nsec).unwrap_or(0),
-    )
-}
-
 fn vm_rss_kib() -> Option<i64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     status
@@ -210,11 +168,13 @@ fn vm_rss_kib() -> Option<i64> {
         .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
-/// Every peer, then the reference row that shows the cost of the default timer.
+/// Every peer, then the reference rows: bare reqwest with the crate's default
+/// attempt timeout (the careful user), and the crate without its timer.
 fn build_all_with_reference(settings: Settings) -> Vec<(Peer, Arc<Client>)> {
     let mut clients = build_all(settings);
-    let reference = Peer::ResilientNoTimer;
-    clients.push((reference, peers::build(reference, settings)));
+    for reference in Peer::REFERENCES {
+        clients.push((reference, peers::build(reference, settings)));
+    }
     clients
 }
 
@@ -343,7 +303,10 @@ async fn p1(server: &Server, plan: &Plan, report: &mut Report) {
          inflate. Per intent, reqwest-resilience with its defaults also sets a \
          per-attempt timeout (10 s, clipped to the 30 s deadline), sends a fresh \
          `X-Request-Id`, keeps a copy of the request for a possible retry and attaches \
-         the attempt log to the response; the bare client does none of this.\n\n",
+         the attempt log to the response; the bare client does none of this. The \
+         reference rows: bare reqwest with the same 10 s per-request timeout (what a \
+         careful user pays for that protection without this crate), and this crate \
+         without deadline and attempt timeout.\n\n",
         plan.p1_rounds, plan.p1_per_round, plan.p1_warmup
     );
     text.push_str(&table(
@@ -359,7 +322,7 @@ async fn p1(server: &Server, plan: &Plan, report: &mut Report) {
     ));
     report.section(&text);
     let (_, ours, ours_cpu) = medians[1];
-    // The peers proper: not bare (0), not ours (1), not the reference row (last).
+    // The peers proper: not bare (0), not ours (1), not the reference rows (last).
     let peers = &medians[2..Peer::ALL.len()];
     let best_peer = peers.iter().map(|m| m.1).fold(f64::INFINITY, f64::min);
     let best_peer_cpu = peers.iter().map(|m| m.2).fold(f64::INFINITY, f64::min);
@@ -698,7 +661,7 @@ async fn p5(server: &Server, report: &mut Report) {
         let overshoot = max - P5_DEADLINE.as_secs_f64() * 1000.0;
         let attempts = (counters.slow.load(Ordering::Relaxed) - before) as f64 / P5_INTENTS as f64;
         let (setting, note) = match peer {
-            Peer::Bare => (
+            Peer::Bare | Peer::BareTimeout => (
                 "none (no retries)",
                 "one 150 ms attempt: the deadline never binds",
             ),
@@ -931,13 +894,50 @@ async fn p7(server: &Server, plan: &Plan, report: &mut Report) {
 }
 
 // ---------------------------------------------------------------------------------
+// P8 — allocations per intent (in the `p8_allocs` binary: its own global allocator)
+
+fn p8(report: &mut Report) {
+    let figures = match p8_child::run() {
+        Ok(figures) => figures,
+        Err(message) => {
+            report.section(&format!(
+                "\n## P8 — allocations per successful single-attempt intent\n\nNot \
+                 measured: {message}\n"
+            ));
+            return;
+        }
+    };
+    report.section(&figures.markdown);
+    let (Some(bare), Some(ours), Some(peer)) = (
+        figures.allocations(Peer::Bare.short()),
+        figures.allocations(Peer::Resilient.short()),
+        figures.allocations(Peer::ReqwestRetry.short()),
+    ) else {
+        report.section("\n(P8: a row is missing from p8_allocs' figures.)\n");
+        return;
+    };
+    report.summary.p8_allocs = Some(ours - bare);
+    report.target(
+        "P8",
+        "fewer allocations per intent than reqwest-retry".into(),
+        format!(
+            "{ours:.1} vs {peer:.1} (bare {bare:.1}: +{:.1} vs +{:.1})",
+            ours - bare,
+            peer - bare
+        ),
+        ours < peer,
+    );
+}
+
+// ---------------------------------------------------------------------------------
 
 fn summary_line(s: &Summary) -> String {
     fn or_na<T>(value: Option<T>, f: impl Fn(T) -> String) -> String {
         value.map_or_else(|| "na".to_owned(), f)
     }
     format!(
-        "SUMMARY p1={} p2={} p3={} p4_early={} p5_ms={} p6_full={} p6_decorrelated={} p7_kib={}",
+        "SUMMARY p1={} p2={} p3={} p4_early={} p5_ms={} p6_full={} p6_decorrelated={} \
+         p7_kib={} p8_allocs={}",
         or_na(s.p1, |v| format!("{v:.3}")),
         or_na(s.p2, |v| format!("{v:.3}")),
         or_na(s.p3, |v| format!("{v:.3}")),
@@ -946,6 +946,7 @@ fn summary_line(s: &Summary) -> String {
         or_na(s.p6_full, |v| format!("{v:.0}")),
         or_na(s.p6_decorrelated, |v| format!("{v:.0}")),
         or_na(s.p7_kib, |v| v.to_string()),
+        or_na(s.p8_allocs, |v| format!("{v:.1}")),
     )
 }
 
@@ -988,14 +989,15 @@ fn render_svg(report: &Report, mode: &str) -> String {
         &times,
         &bars,
         &format!(
-            "{mode} run of examples/bench.rs — P6: Brooker's OCC simulation, base 5 ms, cap 2 s; \
+            "{mode} run of bench/ — P6: Brooker's OCC simulation, base 5 ms, cap 2 s; \
              P3: 503 outage, 4 attempts, backoff 10–100 ms"
         ),
     )
 }
 
-const USAGE: &str = "usage: bench [--quick] [--write] [--only p1,p2,…,p7] \
-                     [--profile bare|resilience|reqwest-retry|builtin|backon N]";
+const USAGE: &str = "usage: bench [--quick] [--write] [--only p1,p2,…,p8] \
+                     [--profile bare|bare-timeout|resilience|resilience-no-timer|\
+                     reqwest-retry|builtin|backon N]";
 
 struct Args {
     quick: bool,
@@ -1025,7 +1027,7 @@ fn parse_args() -> Result<Args, String> {
                 let name = iter.next().ok_or("--profile needs a peer and a count")?;
                 let peer = Peer::ALL
                     .into_iter()
-                    .chain([Peer::ResilientNoTimer])
+                    .chain(Peer::REFERENCES)
                     .find(|p| p.short() == name)
                     .ok_or_else(|| format!("unknown peer {name:?}"))?;
                 let count = iter
@@ -1055,7 +1057,7 @@ fn profile(peer: Peer, count: usize) {
         // Large futures are moved (memcpy) on every poll boundary that boxes or wraps.
         let send_future = match &*client {
             Client::Resilient { client, .. } => std::mem::size_of_val(&client.get(&url).send()),
-            Client::Bare(client) => std::mem::size_of_val(&client.get(&url).send()),
+            Client::Bare { client, .. } => std::mem::size_of_val(&client.get(&url).send()),
             _ => 0,
         };
         if send_future > 0 {
@@ -1099,8 +1101,8 @@ fn main() {
     let started = Instant::now();
     let mut report = Report::default();
     report.section(&format!(
-        "# reqwest-resilience benchmarks\n\nGenerated by `cargo run --release --example \
-         bench{}` ({mode} run) on {} CPU(s). Server: hyper 1, HTTP/1.1 on 127.0.0.1, own \
+        "# reqwest-resilience benchmarks\n\nGenerated by `cargo run -p \
+         reqwest-resilience-bench --release{}` ({mode} run) on {} CPU(s). Server: hyper 1, HTTP/1.1 on 127.0.0.1, own \
          thread and single-threaded runtime; clients on a single-threaded tokio runtime. \
          All reqwest clients: `.no_proxy()`, `TCP_NODELAY`, same pool settings; reqwest's \
          retry layer off (`retry::never()`) for every client except the `for_host` peer, \
@@ -1152,6 +1154,9 @@ fn main() {
     if wanted("p6") {
         p6(&plan, &mut report);
     }
+    if wanted("p8") {
+        p8(&mut report);
+    }
 
     let rows: Vec<Vec<String>> = report
         .targets
@@ -1180,7 +1185,8 @@ fn main() {
     println!("{summary}");
 
     if args.write {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/bench");
+        // The workspace root's docs/, one level above this member.
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/bench");
         std::fs::create_dir_all(&dir).expect("create docs/bench");
         let mut markdown = report.markdown.clone();
         let _ = writeln!(markdown, "```text\n{summary}\n```");
