@@ -1186,7 +1186,8 @@ fn main() {
 
     if args.write {
         // The workspace root's docs/, one level above this member.
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/bench");
+        let member = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let dir = member.parent().unwrap_or(member).join("docs/bench");
         std::fs::create_dir_all(&dir).expect("create docs/bench");
         let mut markdown = report.markdown.clone();
         let _ = writeln!(markdown, "```text\n{summary}\n```");
