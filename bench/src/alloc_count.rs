@@ -15,6 +15,7 @@ thread_local! {
     static COUNTING: Cell<bool> = const { Cell::new(false) };
     static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
     static BYTES: Cell<u64> = const { Cell::new(0) };
+    static REALLOCS: Cell<u64> = const { Cell::new(0) };
     static FREES: Cell<u64> = const { Cell::new(0) };
 }
 
@@ -22,12 +23,15 @@ thread_local! {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CountingAllocator;
 
-fn on_allocate(bytes: usize) {
+fn on_allocate(bytes: usize, realloc: bool) {
     // `try_with`: during thread teardown the slots may be gone; then don't count.
     let _ = COUNTING.try_with(|counting| {
         if counting.get() {
             ALLOCATIONS.with(|n| n.set(n.get() + 1));
             BYTES.with(|n| n.set(n.get() + bytes as u64));
+            if realloc {
+                REALLOCS.with(|n| n.set(n.get() + 1));
+            }
         }
     });
 }
@@ -44,20 +48,20 @@ fn on_free() {
 // and write thread-local `Cell`s, which never allocate.
 unsafe impl GlobalAlloc for CountingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        on_allocate(layout.size());
+        on_allocate(layout.size(), false);
         // SAFETY: the caller's contract for `alloc` is passed through.
         unsafe { System.alloc(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        on_allocate(layout.size());
+        on_allocate(layout.size(), false);
         // SAFETY: as for `alloc`.
         unsafe { System.alloc_zeroed(layout) }
     }
 
     /// A reallocation counts as one allocation of `new_size` bytes (it may move).
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        on_allocate(new_size);
+        on_allocate(new_size, true);
         // SAFETY: as for `alloc`; `ptr` and `layout` come from this allocator.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -76,6 +80,8 @@ pub struct Counts {
     pub allocations: u64,
     /// Bytes requested by those calls (`realloc`: the new size).
     pub bytes: u64,
+    /// Of the allocations, calls to `realloc`.
+    pub reallocs: u64,
     /// Calls to `dealloc`.
     pub frees: u64,
 }
@@ -85,6 +91,7 @@ impl Counts {
         Counts {
             allocations: ALLOCATIONS.with(Cell::get),
             bytes: BYTES.with(Cell::get),
+            reallocs: REALLOCS.with(Cell::get),
             frees: FREES.with(Cell::get),
         }
     }
@@ -114,6 +121,7 @@ impl Counting {
         Counts {
             allocations: after.allocations - self.before.allocations,
             bytes: after.bytes - self.before.bytes,
+            reallocs: after.reallocs - self.before.reallocs,
             frees: after.frees - self.before.frees,
         }
     }

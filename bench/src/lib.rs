@@ -1,7 +1,7 @@
 //! The pieces the benchmark binaries share: the loopback server, the clients
 //! compared, the contention simulation, the SVG writer and the allocation counter.
 //!
-//! Binaries: `bench` (P1–P8, `src/main.rs`), `p8_allocs` (P8 on its own, with a
+//! Binaries: `bench` (P1–P8, `src/bin/bench/`), `p8_allocs` (P8 on its own, with a
 //! counting global allocator), `budget_cost` (what a budget deposit costs).
 
 pub mod alloc_count;

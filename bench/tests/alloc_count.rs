@@ -18,6 +18,7 @@ fn counts_allocations_bytes_and_frees_of_this_thread() {
     });
     // One box of 100 bytes, one vector of 10 grown once by `realloc`.
     assert_eq!(counts.allocations, 3);
+    assert_eq!(counts.reallocs, 1);
     assert!(counts.bytes >= 100 + 10 + 40, "{counts:?}");
     assert_eq!(counts.frees, 1);
 }

@@ -236,7 +236,7 @@ fn render(measured: &[Measured], parts: &[(&'static str, Counts)], args: &Args) 
          counting global allocator on the client's thread only (current-thread runtime; \
          the server runs on its own thread and is not counted), in a binary of its own \
          (`p8_allocs`). *Allocations* counts `alloc`, `alloc_zeroed` and `realloc`; \
-         *bytes* are the sizes asked for. *Repeat* is a second batch of {n} on the same \
+         *bytes* are the sizes asked for (for `realloc`, the new size). *Repeat* is a second batch of {n} on the same \
          client: the figure is deterministic when it equals the first.\n\n",
         args.warmup
     );
@@ -251,6 +251,7 @@ fn render(measured: &[Measured], parts: &[(&'static str, Counts)], args: &Args) 
                 format!("{:+.1}", allocs - bare.0),
                 format!("{bytes:.0}"),
                 format!("{:+.0}", bytes - bare.1),
+                format!("{:.1}", m.first.reallocs as f64 / n as f64),
                 format!("{:.1}", m.first.frees as f64 / n as f64),
                 format!("{repeat:.1}"),
             ]
@@ -263,6 +264,7 @@ fn render(measured: &[Measured], parts: &[(&'static str, Counts)], args: &Args) 
             "vs bare",
             "bytes / request",
             "bytes vs bare",
+            "of which realloc",
             "frees / request",
             "repeat: allocations / request",
         ],
