@@ -29,7 +29,14 @@ pub enum Peer {
     /// reqwest-resilience without deadline or attempt timeout: a reference row in
     /// P1/P2 that shows what the default timer costs (not a peer; not in `ALL`).
     ResilientNoTimer,
+    /// Bare reqwest with the per-request timeout reqwest-resilience sets by default
+    /// ([`DEFAULT_ATTEMPT_TIMEOUT`]): what a careful user pays for the same
+    /// protection without the crate (a reference row; not in `ALL`).
+    BareTimeout,
 }
+
+/// The attempt timeout reqwest-resilience sets on every attempt by default.
+pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Peer {
     pub const ALL: [Peer; 5] = [
@@ -40,6 +47,10 @@ impl Peer {
         Peer::Backon,
     ];
 
+    /// The reference rows P1 and P2 add after the peers: the careful bare user, and
+    /// the crate without its timer.
+    pub const REFERENCES: [Peer; 2] = [Peer::BareTimeout, Peer::ResilientNoTimer];
+
     pub fn name(self) -> &'static str {
         match self {
             Peer::Bare => "bare reqwest 0.13",
@@ -48,6 +59,7 @@ impl Peer {
             Peer::Builtin => "reqwest 0.13 retry::for_host",
             Peer::Backon => "backon 1 + reqwest",
             Peer::ResilientNoTimer => "(reference) reqwest-resilience, no deadline/timeout",
+            Peer::BareTimeout => "(reference) bare reqwest 0.13 + 10 s request timeout",
         }
     }
 
@@ -59,6 +71,7 @@ impl Peer {
             Peer::Builtin => "builtin",
             Peer::Backon => "backon",
             Peer::ResilientNoTimer => "resilience-no-timer",
+            Peer::BareTimeout => "bare-timeout",
         }
     }
 
@@ -71,6 +84,7 @@ impl Peer {
             Peer::Builtin => &["reqwest", "retry::for_host"],
             Peer::Backon => &["backon", "+ reqwest"],
             Peer::ResilientNoTimer => &["reqwest-resilience", "no timer"],
+            Peer::BareTimeout => &["bare reqwest", "+ 10 s timeout"],
         }
     }
 
@@ -87,6 +101,7 @@ impl Peer {
             Peer::ResilientNoTimer => {
                 "as reqwest-resilience, with `no_deadline().no_attempt_timeout()`"
             }
+            Peer::BareTimeout => "no retries; `RequestBuilder::timeout(10 s)` on every request",
         }
     }
 }
@@ -119,7 +134,11 @@ pub struct Outcome {
 
 /// One built client.
 pub enum Client {
-    Bare(reqwest::Client),
+    Bare {
+        client: reqwest::Client,
+        /// A per-request timeout (the fair reference row), or none.
+        timeout: Option<Duration>,
+    },
     Resilient {
         client: ResilientClient,
         deadline: Option<Duration>,
@@ -144,7 +163,8 @@ fn common(builder: reqwest::ClientBuilder) -> reqwest::ClientBuilder {
         .pool_idle_timeout(Duration::from_secs(90))
 }
 
-fn bare_reqwest() -> reqwest::Client {
+/// A reqwest client with the common settings and reqwest's retry layer off.
+pub fn bare_reqwest() -> reqwest::Client {
     common(reqwest::Client::builder())
         .retry(reqwest::retry::never())
         .build()
@@ -168,10 +188,18 @@ fn resilient_policy_builder(max_attempts: u32, budget: bool) -> RetryPolicyBuild
     }
 }
 
+/// `peer`'s client with `settings`.
 pub fn build(peer: Peer, settings: Settings) -> Arc<Client> {
     let retries = settings.max_attempts - 1;
     let client = match peer {
-        Peer::Bare => Client::Bare(bare_reqwest()),
+        Peer::Bare => Client::Bare {
+            client: bare_reqwest(),
+            timeout: None,
+        },
+        Peer::BareTimeout => Client::Bare {
+            client: bare_reqwest(),
+            timeout: Some(DEFAULT_ATTEMPT_TIMEOUT),
+        },
         Peer::Resilient | Peer::ResilientNoTimer => {
             let http = common(ResilientClient::reqwest_builder())
                 .build()
@@ -259,7 +287,8 @@ impl BackonError {
     }
 }
 
-async fn drain(response: reqwest::Response) -> Outcome {
+/// The status, after reading the body so the connection goes back to the pool.
+pub async fn drain(response: reqwest::Response) -> Outcome {
     let status = response.status();
     // Read the body so the connection goes back to the pool, as real code would.
     let _ = response.bytes().await;
@@ -272,10 +301,17 @@ impl Client {
     /// One GET intent: every attempt the peer decides to make, then the body.
     pub async fn get(&self, url: &str) -> Outcome {
         match self {
-            Client::Bare(client) => match client.get(url).send().await {
-                Ok(response) => drain(response).await,
-                Err(_) => Outcome { status: None },
-            },
+            Client::Bare { client, timeout } => {
+                let request = client.get(url);
+                let request = match timeout {
+                    Some(timeout) => request.timeout(*timeout),
+                    None => request,
+                };
+                match request.send().await {
+                    Ok(response) => drain(response).await,
+                    Err(_) => Outcome { status: None },
+                }
+            }
             Client::Resilient { client, deadline } => {
                 let request = client.get(url);
                 let request = match deadline {

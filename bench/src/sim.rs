@@ -25,13 +25,13 @@
 //! Both are averaged over the runs. Base 5 ms, cap 2 s.
 //!
 //! Strategies, with `v = min(cap, base · 2ⁿ)`:
-//! * none — 0 (the crate's `Backoff::none()`);
+//! * none — 0;
 //! * exponential, no jitter — `v` (**local to this bench**: not in the crate);
 //! * full jitter — `U(0, v)`: the crate's `Backoff::full_jitter(base, cap)
-//!   .delay(n, None, rng)`;
+//!   .delays(seed)`, one sequence per client;
 //! * equal jitter — `v/2 + U(0, v/2)` (**local to this bench**: not in the crate);
 //! * decorrelated — `min(cap, U(base, 3 · previous))`, previous starting at base:
-//!   the crate's `Backoff::decorrelated_jitter(base, cap).delay(n, previous, rng)`
+//!   the crate's `Backoff::decorrelated_jitter(base, cap).delays(seed)`
 //!   (the crate clips the upper bound to the cap before drawing, the original clips
 //!   the draw; both stay within [base, cap]).
 //!

@@ -2,7 +2,7 @@
 //! intent (a retry adds one `try_withdraw`). Measured single-threaded and with every
 //! core hammering one shared budget, against the lock-free `unlimited()` budget.
 //!
-//! Run: `cargo run --release --example budget_cost`
+//! Run: `cargo run -p reqwest-resilience-bench --release --bin budget_cost`
 
 use std::hint::black_box;
 use std::time::Instant;

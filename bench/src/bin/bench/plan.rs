@@ -1,0 +1,50 @@
+//! How many iterations each figure runs: `--quick` runs the same figures with fewer.
+
+use std::time::Duration;
+
+/// Iteration counts: `--quick` runs the same figures with fewer iterations.
+#[derive(Debug, Clone, Copy)]
+pub struct Plan {
+    pub p1_warmup: usize,
+    pub p1_rounds: usize,
+    pub p1_per_round: usize,
+    pub p2_rounds: usize,
+    pub p2_per_round: usize,
+    pub p3_intents: usize,
+    pub p3_limit: Duration,
+    pub p4_intents: usize,
+    pub p6_runs: u32,
+    pub p7_intents: usize,
+}
+
+impl Plan {
+    pub fn new(quick: bool) -> Plan {
+        if quick {
+            Plan {
+                p1_warmup: 300,
+                p1_rounds: 40,
+                p1_per_round: 100,
+                p2_rounds: 15,
+                p2_per_round: 1_600,
+                p3_intents: 2_000,
+                p3_limit: Duration::from_secs(20),
+                p4_intents: 3,
+                p6_runs: 20,
+                p7_intents: 100_000,
+            }
+        } else {
+            Plan {
+                p1_warmup: 1_000,
+                p1_rounds: 151,
+                p1_per_round: 200,
+                p2_rounds: 41,
+                p2_per_round: 3_200,
+                p3_intents: 10_000,
+                p3_limit: Duration::from_secs(90),
+                p4_intents: 10,
+                p6_runs: 100,
+                p7_intents: 1_000_000,
+            }
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! What a run collects: the markdown, the SUMMARY figures, the targets table.
+
+use std::fmt::Write as _;
+
+use reqwest_resilience_bench::markdown::table;
+use reqwest_resilience_bench::peers::Peer;
+use reqwest_resilience_bench::sim::{self, Strategy};
+
+/// What the SUMMARY line needs; `None` for a figure not run.
+#[derive(Debug, Default)]
+pub struct Summary {
+    pub p1: Option<f64>,
+    pub p2: Option<f64>,
+    pub p3: Option<f64>,
+    pub p4_early: Option<usize>,
+    pub p5_ms: Option<f64>,
+    pub p6_full: Option<f64>,
+    pub p6_decorrelated: Option<f64>,
+    pub p7_kib: Option<i64>,
+    /// Allocations per intent, reqwest-resilience minus bare reqwest.
+    pub p8_allocs: Option<f64>,
+}
+
+/// One row of the final targets table.
+pub struct Target {
+    pub figure: &'static str,
+    pub goal: String,
+    pub value: String,
+    pub met: bool,
+}
+
+/// The markdown printed and written so far, and what the end of the run needs.
+#[derive(Default)]
+pub struct Report {
+    pub markdown: String,
+    pub summary: Summary,
+    pub targets: Vec<Target>,
+    pub p3_bars: Vec<(Peer, Option<f64>)>,
+    pub p6_points: Vec<(Strategy, Vec<sim::Point>)>,
+}
+
+impl Report {
+    pub fn section(&mut self, text: &str) {
+        print!("{text}");
+        self.markdown.push_str(text);
+    }
+
+    pub fn target(&mut self, figure: &'static str, goal: String, value: String, met: bool) {
+        self.targets.push(Target {
+            figure,
+            goal,
+            value,
+            met,
+        });
+    }
+}
+
+impl Report {
+    /// The targets table and the run's total wall time.
+    pub fn targets_section(&self, wall_secs: f64) -> String {
+        let rows: Vec<Vec<String>> = self
+            .targets
+            .iter()
+            .map(|t| {
+                vec![
+                    t.figure.to_owned(),
+                    t.goal.clone(),
+                    t.value.clone(),
+                    if t.met { "met" } else { "**missed**" }.to_owned(),
+                ]
+            })
+            .collect();
+        let mut text = String::from("\n## Targets (reqwest-resilience)\n\n");
+        text.push_str(&table(
+            &[" figure", " target", " measured", " verdict"],
+            &rows,
+        ));
+        let _ = writeln!(text, "\nTotal wall time: {wall_secs:.0} s.\n");
+        text
+    }
+}
+
+/// The one-line summary: every figure's headline value, `na` when not run.
+pub fn summary_line(s: &Summary) -> String {
+    pub fn or_na<T>(value: Option<T>, f: impl Fn(T) -> String) -> String {
+        value.map_or_else(|| "na".to_owned(), f)
+    }
+    format!(
+        "SUMMARY p1={} p2={} p3={} p4_early={} p5_ms={} p6_full={} p6_decorrelated={} \
+         p7_kib={} p8_allocs={}",
+        or_na(s.p1, |v| format!("{v:.3}")),
+        or_na(s.p2, |v| format!("{v:.3}")),
+        or_na(s.p3, |v| format!("{v:.3}")),
+        or_na(s.p4_early, |v| v.to_string()),
+        or_na(s.p5_ms, |v| format!("{v:.1}")),
+        or_na(s.p6_full, |v| format!("{v:.0}")),
+        or_na(s.p6_decorrelated, |v| format!("{v:.0}")),
+        or_na(s.p7_kib, |v| v.to_string()),
+        or_na(s.p8_allocs, |v| format!("{v:.1}")),
+    )
+}
