@@ -229,7 +229,11 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
             outgoing
                 .headers_mut()
                 .insert(policy.request_id_header.clone(), request_id.header_value());
-            *outgoing.timeout_mut() = timeout;
+            // reqwest keeps the timeout in the request's extension map: creating it
+            // costs three allocations, so a request without a timeout goes without.
+            if timeout.is_some() {
+                *outgoing.timeout_mut() = timeout;
+            }
 
             let attempt_span = telemetry::attempt_span(&method, url, attempt, request_id);
             let result = transport
@@ -356,7 +360,7 @@ enum Requests {
 impl Requests {
     fn next(&mut self) -> Option<reqwest::Request> {
         match self {
-            Self::Template(template) => template.try_clone(),
+            Self::Template(template) => copy_of(template),
             Self::Once(request, _) => request.take(),
         }
     }
@@ -367,6 +371,21 @@ impl Requests {
             Self::Once(_, url) => url,
         }
     }
+}
+
+/// A fresh copy of the template for one attempt; `None` when its body cannot be
+/// copied. Without a body it is copied by hand: `Request::try_clone` would also
+/// build and then replace an extension map (three allocations), of which reqwest
+/// reads only the timeout, and the loop sets each attempt's own timeout. A body can
+/// only be copied by `try_clone` (reqwest shares its bytes, never copies them).
+fn copy_of(template: &reqwest::Request) -> Option<reqwest::Request> {
+    if template.body().is_some() {
+        return template.try_clone();
+    }
+    let mut copy = reqwest::Request::new(template.method().clone(), template.url().clone());
+    *copy.headers_mut() = template.headers().clone();
+    *copy.version_mut() = template.version();
+    Some(copy)
 }
 
 /// What the loop accumulates across attempts.
