@@ -14,25 +14,6 @@
 //! [`ResilientClient::from_parts`], build it with `.retry(reqwest::retry::never())`
 //! too, and do not put another retrying layer (a proxy, a middleware, an outer
 //! retry loop) around this one: three layers of three attempts make 27.
-//!
-//! # Connect timeout
-//!
-//! A connect that never completes proves that nothing was sent, so it may be retried
-//! for any method and never leaves the outcome unknown — but only if it is reported
-//! as a *connect* failure. reqwest reports its `connect_timeout` as a connect error
-//! (and a timeout); a per-request timeout that fires while connecting is only a
-//! timeout, indistinguishable from one after the request was written. So every
-//! client this crate builds sets a connect timeout below the attempt timeout: half
-//! of it, at most [`MAX_CONNECT_TIMEOUT`] (5 s for the default 10 s attempt timeout).
-//! The TLS handshake counts as part of the connect.
-//!
-//! If you build your own client for [`ResilientClient::from_parts`], set
-//! `.connect_timeout(...)` below your policy's attempt timeout yourself (or start
-//! from [`ResilientClient::reqwest_builder_for`]). When an attempt's own timeout is
-//! shorter than the connect timeout — a per-request [`RequestBuilder::timeout`], or
-//! the time left before a nearly spent deadline — a connect that never completed is
-//! cut off by that timeout instead, cannot be told apart, and counts as "may have
-//! been processed" (outcome unknown for an unkeyed POST).
 
 use std::fmt;
 use std::sync::Arc;
@@ -60,6 +41,25 @@ fn connect_timeout_for(attempt_timeout: Option<Duration>) -> Duration {
 
 /// A `reqwest::Client` plus a [`RetryPolicy`]. Cheap to clone; clones share the
 /// connection pool, the retry budget and the seeded random source.
+///
+/// # Connect timeout
+///
+/// A connect that never completes proves that nothing was sent, so it may be retried
+/// for any method and never leaves the outcome unknown — but only if it is reported
+/// as a *connect* failure. reqwest reports its `connect_timeout` as a connect error
+/// (and a timeout); a per-request timeout that fires while connecting is only a
+/// timeout, indistinguishable from one after the request was written. So every
+/// client this crate builds sets a connect timeout below the attempt timeout: half
+/// of it, at most [`MAX_CONNECT_TIMEOUT`] (5 s for the default 10 s attempt timeout).
+/// The TLS handshake counts as part of the connect.
+///
+/// If you build your own client for [`ResilientClient::from_parts`], set
+/// `.connect_timeout(...)` below your policy's attempt timeout yourself (or start
+/// from [`ResilientClient::reqwest_builder_for`]). When an attempt's own timeout is
+/// shorter than the connect timeout — a per-request [`RequestBuilder::timeout`], or
+/// the time left before a nearly spent deadline — a connect that never completed is
+/// cut off by that timeout instead, cannot be told apart, and counts as "may have
+/// been processed" (outcome unknown for an unkeyed POST).
 ///
 /// # Examples
 /// ```no_run
@@ -94,7 +94,7 @@ impl ResilientClient {
     }
 
     /// A client with this policy, reqwest's own retries turned off, and a connect
-    /// timeout below the policy's attempt timeout (see [Connect timeout](self#connect-timeout)).
+    /// timeout below the policy's attempt timeout (see [Connect timeout](Self#connect-timeout)).
     ///
     /// # Panics
     /// As [`ResilientClient::new`].

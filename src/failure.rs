@@ -4,30 +4,41 @@
 //! error; the facts that decide a retry sit further down, in hyper-util, hyper, h2,
 //! rustls and `std::io`. [`TransportFailure::of`] walks the whole source chain once —
 //! at every `io::Error` it also looks through `get_ref()`, because `io::Error::source()`
-//! skips the error it wraps — and sorts the failure into four classes:
+//! skips the error it wraps — and sorts the failure into four classes.
 //!
-//! | class | kinds | retried | outcome |
-//! |---|---|---|---|
-//! | never left, transient | `Connect`, `Dns`, `RefusedStream`, `GoAway`, `ClosedBeforeSend` | any method, key or not | known: nothing happened |
-//! | never left, permanent | `InvalidRequest`, `NoTlsBackend`, `UntrustedCertificate`, `ExpiredCertificate`, `CertificateHostMismatch`, `InvalidCertificate`, `TlsProtocol` | no | known |
-//! | may have been processed | `Timeout`, `ConnectionLost`, `StreamReset`, `Other` | idempotent methods, or with a key | unknown if it ends here |
-//! | the caller's | `Body`, `Redirect` | no | known |
-//!
-//! Unknown causes in the connect phase stay transient: the connection was not
-//! established, so a retry is safe, and only causes known to repeat (a certificate, a
-//! TLS version) stop the intent.
-//!
-//! **DNS.** A failed lookup is *never left, transient*, whether the resolver said "no
-//! such host" or "try again": the system resolver reports both through one opaque
-//! `io::Error`, custom resolvers return anything, and NXDOMAIN is itself often
-//! temporary (a record being published, split-horizon DNS, a resolver failing over).
-//! Nothing was sent, so the cost of being wrong is a few attempts within the policy's
-//! limits; the error then says `DNS lookup failed`.
+//! [`TransportFailure`]'s docs hold the table of classes and the DNS decision.
 
 use std::error::Error as StdError;
 use std::io;
 
 /// A transport failure, sorted by what it proves about the server's side.
+///
+/// The crate sorts each failed attempt by walking the whole error source chain
+/// (reqwest → hyper-util → hyper → h2 / rustls / io) into four classes:
+///
+/// | class | kinds | retried | outcome |
+/// |---|---|---|---|
+/// | never left, transient | `Connect`, `Dns`, `RefusedStream`, `GoAway`, `ClosedBeforeSend` | any method, key or not | known: nothing happened |
+/// | never left, permanent | `InvalidRequest`, `NoTlsBackend`, `UntrustedCertificate`, `ExpiredCertificate`, `CertificateHostMismatch`, `InvalidCertificate`, `TlsProtocol` | no | known |
+/// | may have been processed | `Timeout`, `ConnectionLost`, `StreamReset` (and `Other`, never retried) | idempotent methods, or with a key | unknown if it ends here |
+/// | the caller's | `Body`, `Redirect` | no | known |
+///
+/// Unknown causes in the connect phase stay transient: the connection was not
+/// established, so a retry is safe, and only causes known to repeat (a certificate, a
+/// TLS version) stop the intent.
+///
+/// **DNS.** A failed lookup is *never left, transient*, whether the resolver said "no
+/// such host" or "try again": the system resolver reports both through one opaque
+/// `io::Error`, custom resolvers return anything, and NXDOMAIN is itself often
+/// temporary (a record being published, split-horizon DNS, a resolver failing over).
+/// Nothing was sent, so the cost of being wrong is a few attempts within the policy's
+/// limits; the error then says `DNS lookup failed`.
+///
+/// **TLS backends.** rustls's errors are typed and sorted exactly. native-tls's are
+/// opaque: the certificate problem is read from OpenSSL's verify message, and on
+/// other platforms falls back to `InvalidCertificate` or `TlsProtocol` (permanent all
+/// the same). With neither backend's types compiled in (`default-features = false`
+/// and only your own reqwest's TLS), certificate failures look like connect failures.
 ///
 /// Decide with the predicates ([`is_transient`](Self::is_transient),
 /// [`proves_not_sent`](Self::proves_not_sent),

@@ -1,6 +1,7 @@
 //! An HTTPS server (rustls + hyper HTTP/1.1) on 127.0.0.1 that answers a script of
 //! statuses and records what it received.
 
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -56,7 +57,7 @@ impl TlsServer {
         let addr = listener.local_addr().unwrap();
         let connections = Arc::new(AtomicUsize::new(0));
         let received = Arc::new(Mutex::new(Vec::new()));
-        let script = Arc::new(Mutex::new(statuses.to_vec().into_iter()));
+        let script = Arc::new(Mutex::new(VecDeque::from(statuses.to_vec())));
         let task = tokio::spawn({
             let (connections, received) = (connections.clone(), received.clone());
             async move {
@@ -95,7 +96,7 @@ impl TlsServer {
                                     request_id,
                                     body,
                                 });
-                                let status = script.lock().unwrap().next().unwrap_or(200);
+                                let status = script.lock().unwrap().pop_front().unwrap_or(200);
                                 let mut response =
                                     Response::new(Full::new(Bytes::from_static(b"ok")));
                                 *response.status_mut() = status.try_into().unwrap();
