@@ -16,4 +16,5 @@ mod support;
 mod body;
 mod connect;
 mod http2;
+mod reset;
 mod tls;
