@@ -334,7 +334,7 @@ impl fmt::Display for Error {
         }
         if let Some(status) = self.last_status() {
             write!(f, "; last status {status}")?;
-        } else {
+        } else if inner.reason != GiveUpReason::InvalidRequest {
             self.write_last_failure(f)?;
         }
         if inner.outcome_unknown {
