@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use http::StatusCode;
 
+// Re-exported here too: the retry loop imports it from this module.
+pub(crate) use crate::failure::TransportFailure;
 use crate::idempotency::IdempotencyKey;
 use crate::ids::RequestId;
 
@@ -160,66 +162,6 @@ pub enum AttemptOutcome {
     Status(StatusCode),
     /// No response: a transport failure of this kind.
     Failed(TransportFailure),
-}
-
-/// A transport failure, sorted by what it tells about the server's side.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum TransportFailure {
-    /// The connection could not be established: the request provably never left.
-    Connect,
-    /// The attempt timed out: the server may or may not have acted on it.
-    Timeout,
-    /// The connection closed or reset before a full response: the server may have acted.
-    ConnectionLost,
-    /// The request body could not be produced (a failing stream): not transient.
-    Body,
-    /// A redirect loop or a redirect policy error: not transient.
-    Redirect,
-    /// The request could not be built (bad URL, bad header): the caller's error.
-    InvalidRequest,
-    /// Anything else reqwest reports: not retried.
-    Other,
-}
-
-impl TransportFailure {
-    /// Sorts a reqwest error. Connect is checked first: a connect timeout is still a
-    /// request that never left.
-    pub(crate) fn of(error: &reqwest::Error) -> Self {
-        if error.is_builder() {
-            Self::InvalidRequest
-        } else if error.is_connect() {
-            Self::Connect
-        } else if error.is_timeout() {
-            Self::Timeout
-        } else if error.is_redirect() {
-            Self::Redirect
-        } else if error.is_body() {
-            Self::Body
-        } else if error.is_request() {
-            Self::ConnectionLost
-        } else {
-            Self::Other
-        }
-    }
-
-    /// The OpenTelemetry `error.type` value for this failure.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Self::Connect => "connect",
-            Self::Timeout => "timeout",
-            Self::ConnectionLost => "connection_lost",
-            Self::Body => "body",
-            Self::Redirect => "redirect",
-            Self::InvalidRequest => "invalid_request",
-            Self::Other => "other",
-        }
-    }
-
-    /// True when the request may have reached the server.
-    pub fn may_have_reached_server(&self) -> bool {
-        !matches!(self, Self::Connect | Self::InvalidRequest)
-    }
 }
 
 /// A pause between two attempts.

@@ -355,12 +355,13 @@ fn default_decision(
                 Decision::Stop
             }
         }
-        AttemptResult::Error { failure, .. } => match failure {
-            TransportFailure::Connect
-            | TransportFailure::Timeout
-            | TransportFailure::ConnectionLost => Decision::Retry,
-            _ => Decision::Stop,
-        },
+        AttemptResult::Error { failure, .. } => {
+            if failure.is_transient() {
+                Decision::Retry
+            } else {
+                Decision::Stop
+            }
+        }
     }
 }
 
@@ -370,13 +371,7 @@ fn retry_is_safe(method: &Method, keyed: bool, result: &AttemptResult<'_>) -> bo
         return true;
     }
     // Without a key, only a request that provably never left may go again.
-    matches!(
-        result,
-        AttemptResult::Error {
-            failure: TransportFailure::Connect,
-            ..
-        }
-    )
+    matches!(result, AttemptResult::Error { failure, .. } if failure.proves_not_sent())
 }
 
 /// Did the server say, in effect, "nothing was done"? 408: the request was not even

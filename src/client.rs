@@ -27,10 +27,40 @@ use crate::error::Error;
 use crate::intent::{BodyFactory, Intent};
 use crate::observer::IntentObserver;
 use crate::options::IntentOptions;
-use crate::policy::RetryPolicy;
+use crate::policy::{RetryPolicy, DEFAULT_ATTEMPT_TIMEOUT};
+
+/// The longest connect timeout a client built by this crate gets (see the module docs).
+pub const MAX_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Half the attempt timeout, at most [`MAX_CONNECT_TIMEOUT`]: below the attempt
+/// timeout, so a connect that never completes is reported as a connect failure.
+fn connect_timeout_for(attempt_timeout: Option<Duration>) -> Duration {
+    attempt_timeout.map_or(MAX_CONNECT_TIMEOUT, |attempt| {
+        (attempt / 2).min(MAX_CONNECT_TIMEOUT)
+    })
+}
 
 /// A `reqwest::Client` plus a [`RetryPolicy`]. Cheap to clone; clones share the
 /// connection pool, the retry budget and the seeded random source.
+///
+/// # Connect timeout
+///
+/// A connect that never completes proves that nothing was sent, so it may be retried
+/// for any method and never leaves the outcome unknown — but only if it is reported
+/// as a *connect* failure. reqwest reports its `connect_timeout` as a connect error
+/// (and a timeout); a per-request timeout that fires while connecting is only a
+/// timeout, indistinguishable from one after the request was written. So every
+/// client this crate builds sets a connect timeout below the attempt timeout: half
+/// of it, at most [`MAX_CONNECT_TIMEOUT`] (5 s for the default 10 s attempt timeout).
+/// The TLS handshake counts as part of the connect.
+///
+/// If you build your own client for [`ResilientClient::from_parts`], set
+/// `.connect_timeout(...)` below your policy's attempt timeout yourself (or start
+/// from [`ResilientClient::reqwest_builder_for`]). When an attempt's own timeout is
+/// shorter than the connect timeout — a per-request [`RequestBuilder::timeout`], or
+/// the time left before a nearly spent deadline — a connect that never completed is
+/// cut off by that timeout instead, cannot be told apart, and counts as "may have
+/// been processed" (outcome unknown for an unkeyed POST).
 ///
 /// # Examples
 /// ```no_run
@@ -64,26 +94,41 @@ impl ResilientClient {
         Self::with_policy(RetryPolicy::default())
     }
 
-    /// A client with this policy and reqwest's own retries turned off.
+    /// A client with this policy, reqwest's own retries turned off, and a connect
+    /// timeout below the policy's attempt timeout (see [Connect timeout](Self#connect-timeout)).
     ///
     /// # Panics
     /// As [`ResilientClient::new`].
     pub fn with_policy(policy: RetryPolicy) -> Self {
-        let http = Self::reqwest_builder()
+        let http = Self::reqwest_builder_for(&policy)
             .build()
             .expect("reqwest client could not be initialised (TLS backend or resolver)");
         Self::from_parts(http, policy)
     }
 
-    /// Wraps your own client. Build it with `.retry(reqwest::retry::never())` (or
-    /// start from [`ResilientClient::reqwest_builder`]) so retries do not stack.
+    /// Wraps your own client. Build it with `.retry(reqwest::retry::never())` so
+    /// retries do not stack, and with a `.connect_timeout(...)` below the policy's
+    /// attempt timeout so that connects that never complete are retried safely — or
+    /// start from [`ResilientClient::reqwest_builder_for`], which does both.
     pub fn from_parts(http: reqwest::Client, policy: RetryPolicy) -> Self {
         Self { http, policy }
     }
 
-    /// A `reqwest::ClientBuilder` with reqwest's retry layer already off.
+    /// A `reqwest::ClientBuilder` with reqwest's retry layer already off and a
+    /// connect timeout fitted to the *default* attempt timeout (5 s). For a policy
+    /// with a shorter attempt timeout use [`ResilientClient::reqwest_builder_for`].
     pub fn reqwest_builder() -> reqwest::ClientBuilder {
-        reqwest::Client::builder().retry(reqwest::retry::never())
+        reqwest::Client::builder()
+            .retry(reqwest::retry::never())
+            .connect_timeout(connect_timeout_for(Some(DEFAULT_ATTEMPT_TIMEOUT)))
+    }
+
+    /// A `reqwest::ClientBuilder` for this policy: reqwest's retry layer off, and a
+    /// connect timeout of half the policy's attempt timeout (at most
+    /// [`MAX_CONNECT_TIMEOUT`]). Add your own settings (roots, proxies) and pass the
+    /// client to [`ResilientClient::from_parts`].
+    pub fn reqwest_builder_for(policy: &RetryPolicy) -> reqwest::ClientBuilder {
+        Self::reqwest_builder().connect_timeout(connect_timeout_for(policy.attempt_timeout()))
     }
 
     /// The inner reqwest client.
@@ -354,5 +399,22 @@ impl RequestBuilder {
 impl fmt::Debug for RequestBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RequestBuilder").finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_connect_timeout_stays_below_the_attempt_timeout() {
+        let ms = Duration::from_millis;
+        assert_eq!(connect_timeout_for(Some(ms(300))), ms(150));
+        assert_eq!(connect_timeout_for(Some(DEFAULT_ATTEMPT_TIMEOUT)), ms(5000));
+        assert_eq!(connect_timeout_for(Some(ms(60_000))), MAX_CONNECT_TIMEOUT);
+        assert_eq!(connect_timeout_for(None), MAX_CONNECT_TIMEOUT);
+        for attempt in [1, 2, 10, 999, 10_001] {
+            assert!(connect_timeout_for(Some(ms(attempt))) < ms(attempt));
+        }
     }
 }

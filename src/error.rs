@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use http::StatusCode;
 
-use crate::attempt_log::AttemptLog;
+use crate::attempt_log::{AttemptLog, AttemptOutcome};
+use crate::failure::{self, TransportFailure};
 use crate::idempotency::{IdempotencyKey, InvalidKey};
 
 /// Why an intent gave up.
@@ -345,11 +346,46 @@ impl fmt::Display for Error {
         }
         if let Some(status) = self.last_status() {
             write!(f, "; last status {status}")?;
+            if status == StatusCode::CONFLICT {
+                // Some servers (django-idempotency-key by default) answer 409 for a
+                // key that has *completed*: waiting will never clear it.
+                write!(
+                    f,
+                    " (the server still reports this key in progress; if it answers 409 \
+                     for completed keys too, set retry_conflict_when_keyed(false))"
+                )?;
+            }
+        } else if inner.reason != GiveUpReason::InvalidRequest {
+            self.write_last_failure(f)?;
         }
         if inner.outcome_unknown {
             write!(f, "; outcome unknown")?;
         }
         Ok(())
+    }
+}
+
+impl Error {
+    /// `; last: …` for an intent whose last attempt got no response: what failed, in
+    /// words a person can act on (never the URL, the key or credentials).
+    fn write_last_failure(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Some(AttemptOutcome::Failed(failure)) = self.inner.log.last().map(|a| *a.outcome())
+        else {
+            return Ok(());
+        };
+        if failure == TransportFailure::Timeout {
+            let after = self
+                .inner
+                .log
+                .last()
+                .map_or(0, |a| a.duration().as_millis());
+            return write!(f, "; last: timeout after {after} ms");
+        }
+        write!(f, "; last: {}", failure.describe())?;
+        match self.transport_error().and_then(failure::detail) {
+            Some(detail) if detail != failure.describe() => write!(f, " ({detail})"),
+            _ => Ok(()),
+        }
     }
 }
 

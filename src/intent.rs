@@ -83,8 +83,12 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
     /// Not an `async fn`: returning the instrumented loop directly saves one layer
     /// of future state (and its copies) on every request.
     pub(crate) fn run(self) -> impl Future<Output = Result<reqwest::Response, Error>> + Send + 'a {
-        let span =
-            telemetry::intent_span(self.request.method(), self.request.url(), self.key.as_ref());
+        let span = telemetry::intent_span(
+            self.request.method(),
+            self.request.url(),
+            self.key.as_ref(),
+            &self.policy.redact_query_params,
+        );
         self.run_observed().instrument(span)
     }
 
@@ -235,7 +239,13 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
                 *outgoing.timeout_mut() = timeout;
             }
 
-            let attempt_span = telemetry::attempt_span(&method, url, attempt, request_id);
+            let attempt_span = telemetry::attempt_span(
+                &method,
+                url,
+                attempt,
+                request_id,
+                &policy.redact_query_params,
+            );
             let result = transport
                 .send(outgoing)
                 .instrument(attempt_span.clone())

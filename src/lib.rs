@@ -9,7 +9,8 @@
 //!   per attempt for logs;
 //! * only **transient** failures are retried (connect errors, timeouts, lost
 //!   connections, 408/429/502/503/504, 409 "in progress" on keyed requests), and POST
-//!   or PATCH only with a key;
+//!   or PATCH only with a key — or when the failure proves the request never left
+//!   (see [`TransportFailure`] for the taxonomy);
 //! * pauses use **full or decorrelated jitter** and honour **`Retry-After`**;
 //! * an intent stops at **max attempts**, at its **deadline**, or when the shared
 //!   **retry budget** is spent, with a typed [`Error`] that says why and whether the
@@ -77,13 +78,28 @@
 //! feature adds ready-made wiremock responders and assertions (`testing` module).
 //!
 //! # Features
+//! On by default, mirroring reqwest 0.13's defaults so that HTTPS works out of the box:
+//! * `default-tls` — TLS through **rustls with the aws-lc-rs provider** (reqwest's
+//!   `default-tls`);
+//! * `charset`, `http2`, `system-proxy` — reqwest's features of the same name.
+//!
+//! Off by default:
+//! * `native-tls` — the platform's TLS (OpenSSL on Linux) instead: turn default
+//!   features off and enable `native-tls` (plus `charset`, `http2`, `system-proxy` if
+//!   wanted). With both backends compiled in, reqwest picks native-tls unless the
+//!   client builder calls `.tls_backend_rustls()`;
+//! * `rustls-no-provider` — rustls without a crypto provider (bring your own);
 //! * `json`, `query`, `form` — `RequestBuilder::json` and friends, as in reqwest;
 //! * `middleware` — `ResilienceMiddleware` for `reqwest_middleware` chains;
 //! * `serde` — `RetryPolicyConfig`: policies from TOML/JSON/env files;
 //! * `testing` — the wiremock kit.
 //!
-//! None is on by default. The crate depends on reqwest without default features:
-//! enable the TLS backend you want on your own `reqwest` dependency.
+//! Bringing your own reqwest? Use `default-features = false` and enable the TLS
+//! backend on your `reqwest` dependency, but keep this crate's `rustls-no-provider`
+//! (or `native-tls`) and `http2` on: without them certificate errors and HTTP/2
+//! refusals cannot be recognised (see [`TransportFailure`]) and are retried like
+//! connect failures. Without any TLS backend an `https` URL fails at once with
+//! [`TransportFailure::NoTlsBackend`].
 
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations, rust_2018_idioms, unreachable_pub)]
@@ -98,6 +114,7 @@ mod clock;
 mod deadline;
 mod decision;
 mod error;
+mod failure;
 mod gate;
 mod idempotency;
 mod ids;
@@ -118,16 +135,16 @@ pub mod testing;
 
 pub use attempt_log::{
     AttemptLog, AttemptOutcome, AttemptRecord, DelayReason, ResponseExt, ScheduledDelay,
-    TransportFailure,
 };
 pub use backoff::{Backoff, Delays};
 pub use budget::{InvalidBudget, RetryBudget, RetryBudgetBuilder};
 pub use classify::{
     is_idempotent_method, AttemptResult, AttemptView, Classifier, Decision, StatusSet,
 };
-pub use client::{RequestBuilder, ResilientClient};
+pub use client::{RequestBuilder, ResilientClient, MAX_CONNECT_TIMEOUT};
 pub use clock::{Clock, SystemClock, VirtualClock};
 pub use error::{Error, GiveUpReason};
+pub use failure::TransportFailure;
 pub use gate::{GateScope, RetryCause, RetryGate};
 pub use idempotency::{IdempotencyKey, InvalidKey, KeyAttachment, KeyFormat, MAX_KEY_LEN};
 pub use ids::RequestId;

@@ -3,6 +3,9 @@
 use reqwest_resilience::{
     AttemptOutcome, AttemptView, Decision, DelayReason, GiveUpReason, ResponseExt, StatusSet,
 };
+use std::time::Duration;
+
+use http::StatusCode;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -240,4 +243,30 @@ async fn the_attempt_log_is_on_the_successful_response() {
         ids[1].as_deref(),
         Some(log.attempts()[1].request_id().to_string().as_str())
     );
+}
+
+#[tokio::test]
+async fn a_conflict_that_never_clears_says_how_to_stop_waiting_for_it() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(409))
+        .expect(3)
+        .mount(&server)
+        .await;
+    let (client, sleeper) = client();
+    let error = client.post(server.uri()).send().await.unwrap_err();
+    assert!(error.is_attempts_exhausted(), "{error}");
+    assert_eq!(error.last_status(), Some(StatusCode::CONFLICT));
+    let message = error.to_string();
+    assert!(
+        message.contains("retry_conflict_when_keyed(false)"),
+        "{message}"
+    );
+    assert!(!message.contains(error.idempotency_key().unwrap().as_str()));
+    // Paced as a key in progress, not at the backoff's 10 ms.
+    assert!(sleeper
+        .delays()
+        .iter()
+        .all(|d| *d >= Duration::from_secs(1)));
+    single_key(&received(&server).await);
 }

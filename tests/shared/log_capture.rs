@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use tracing_subscriber::fmt::format::FmtSpan;
 use tracing_subscriber::fmt::MakeWriter;
@@ -47,5 +47,17 @@ pub fn capture_traces() -> (Captured, tracing::subscriber::DefaultGuard) {
         .with_max_level(tracing::Level::TRACE)
         .with_ansi(false)
         .finish();
-    (captured, tracing::subscriber::set_default(subscriber))
+    // tracing-core caches each callsite's interest globally. While only one
+    // dispatcher is registered, it computes that interest from the *registering
+    // thread's* default alone: a test on another thread (no subscriber) that hits a
+    // callsite first caches "never", and this capture silently misses it. A second,
+    // permanent dispatcher makes it ask every registered dispatcher instead.
+    static SECOND_DISPATCHER: OnceLock<tracing::Dispatch> = OnceLock::new();
+    SECOND_DISPATCHER
+        .get_or_init(|| tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default()));
+    let guard = tracing::subscriber::set_default(subscriber);
+    // Interest cached before this capture existed (or during the one-dispatcher
+    // window) is recomputed now, with it.
+    tracing::callsite::rebuild_interest_cache();
+    (captured, guard)
 }
