@@ -10,8 +10,10 @@
 //!    next time. This is configurable ([`StatusSet`], a user [`Classifier`]).
 //! 2. **Is a retry safe for this request?** RFC 9110 §9.2.2: GET, HEAD, OPTIONS, TRACE,
 //!    PUT and DELETE are idempotent. POST and PATCH are retried only with an
-//!    idempotency key, or when the connection provably was never established. This
-//!    rule is not configurable: it is what keeps a customer from paying twice.
+//!    idempotency key, or when the failure proves the request never left (a refused
+//!    connect, an HTTP/2 stream refused or above a GOAWAY: see
+//!    [`TransportFailure::proves_not_sent`]). This rule is not configurable: it is
+//!    what keeps a customer from paying twice.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -81,6 +81,11 @@ fn connect_timeout_for(attempt_timeout: Option<Duration>) -> Duration {
 pub struct ResilientClient {
     http: reqwest::Client,
     policy: RetryPolicy,
+    /// The total timeout `http` applies to every request by itself (clients built
+    /// by [`with_policy`](Self::with_policy)): an attempt with exactly that timeout
+    /// needs no per-request one, which reqwest keeps in an extension map that costs
+    /// allocations on every request.
+    built_in_timeout: Option<Duration>,
 }
 
 impl ResilientClient {
@@ -95,15 +100,40 @@ impl ResilientClient {
     }
 
     /// A client with this policy, reqwest's own retries turned off, and a connect
-    /// timeout below the policy's attempt timeout (see [Connect timeout](Self#connect-timeout)).
+    /// timeout below the policy's attempt timeout (see [Connect timeout](Self#connect-timeout));
+    /// [`from_builder`](Self::from_builder) with reqwest's default builder.
     ///
     /// # Panics
     /// As [`ResilientClient::new`].
     pub fn with_policy(policy: RetryPolicy) -> Self {
-        let http = Self::reqwest_builder_for(&policy)
-            .build()
-            .expect("reqwest client could not be initialised (TLS backend or resolver)");
-        Self::from_parts(http, policy)
+        Self::from_builder(reqwest::Client::builder(), policy)
+            .expect("reqwest client could not be initialised (TLS backend or resolver)")
+    }
+
+    /// Builds the client from your `reqwest::ClientBuilder` (roots, proxies, pool
+    /// settings…), setting three things for this policy, over whatever the builder
+    /// had: reqwest's retry layer off, a connect timeout below the attempt timeout
+    /// (see [Connect timeout](Self#connect-timeout)), and the attempt timeout as the
+    /// client's total timeout (so requests made through [`inner`](Self::inner) are
+    /// bounded too, and attempts need no per-request timer of their own).
+    ///
+    /// # Errors
+    /// reqwest's, when the TLS backend or resolver cannot be initialised.
+    pub fn from_builder(
+        builder: reqwest::ClientBuilder,
+        policy: RetryPolicy,
+    ) -> Result<Self, reqwest::Error> {
+        let attempt_timeout = policy.attempt_timeout();
+        let mut builder = builder
+            .retry(reqwest::retry::never())
+            .connect_timeout(connect_timeout_for(attempt_timeout));
+        if let Some(timeout) = attempt_timeout {
+            builder = builder.timeout(timeout);
+        }
+        Ok(Self {
+            built_in_timeout: attempt_timeout,
+            ..Self::from_parts(builder.build()?, policy)
+        })
     }
 
     /// Wraps your own client. Build it with `.retry(reqwest::retry::never())` so
@@ -111,7 +141,11 @@ impl ResilientClient {
     /// attempt timeout so that connects that never complete are retried safely — or
     /// start from [`ResilientClient::reqwest_builder_for`], which does both.
     pub fn from_parts(http: reqwest::Client, policy: RetryPolicy) -> Self {
-        Self { http, policy }
+        Self {
+            http,
+            policy,
+            built_in_timeout: None,
+        }
     }
 
     /// A `reqwest::ClientBuilder` with reqwest's retry layer already off and a
@@ -384,6 +418,7 @@ impl RequestBuilder {
         let resolved = options.resolve(policy, &request)?;
         Intent {
             transport: &client.http,
+            built_in_timeout: client.built_in_timeout,
             policy,
             request,
             body_factory,

@@ -202,8 +202,11 @@ impl Error {
     /// back: reconcile (status route, or retry later with [`Error::idempotency_key`]),
     /// never resend with a new key.
     ///
-    /// Deliberately cautious: only a connection that could not be established, a
-    /// 408 and a 429 prove that nothing was done. A timeout, a lost connection, a
+    /// Deliberately cautious: only a failure that proves the request never left
+    /// (a refused or timed-out connect, a failed DNS lookup, an HTTP/2 stream the
+    /// server refused or placed above a GOAWAY, a pooled connection closed before
+    /// the write — see [`TransportFailure::proves_not_sent`](crate::TransportFailure::proves_not_sent)),
+    /// a 408 and a 429 prove that nothing was done. A timeout, a lost connection, a
     /// 500, 502, 504, 409 — and a 503, which gateways also send after forwarding the
     /// request — all leave the outcome unknown.
     pub fn is_outcome_unknown(&self) -> bool {

@@ -70,6 +70,8 @@ impl Transport for &reqwest::Client {
 /// One intent, ready to run.
 pub(crate) struct Intent<'a, T> {
     pub(crate) transport: T,
+    /// The timeout the transport applies by itself, if any (see `ResilientClient`).
+    pub(crate) built_in_timeout: Option<Duration>,
     pub(crate) policy: &'a PolicyInner,
     pub(crate) request: reqwest::Request,
     pub(crate) body_factory: Option<BodyFactory>,
@@ -161,6 +163,7 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
     ) -> Result<reqwest::Response, Error> {
         let Intent {
             mut transport,
+            built_in_timeout,
             policy,
             mut request,
             body_factory,
@@ -233,9 +236,10 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
             outgoing
                 .headers_mut()
                 .insert(policy.request_id_header.clone(), request_id.header_value());
-            // reqwest keeps the timeout in the request's extension map: creating it
-            // costs three allocations, so a request without a timeout goes without.
-            if timeout.is_some() {
+            // reqwest keeps a per-request timeout in the request's extension map:
+            // creating it costs three allocations, so an attempt whose timeout the
+            // client already applies (or that has none) goes without.
+            if timeout.is_some() && timeout != built_in_timeout {
                 *outgoing.timeout_mut() = timeout;
             }
 

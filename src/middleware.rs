@@ -97,6 +97,7 @@ impl Middleware for ResilienceMiddleware {
             .map_err(reqwest_middleware::Error::middleware)?;
         Intent {
             transport: Chain { next, extensions },
+            built_in_timeout: None,
             policy,
             request,
             body_factory: None,

@@ -201,9 +201,6 @@ pub fn build(peer: Peer, settings: Settings) -> Arc<Client> {
             timeout: Some(DEFAULT_ATTEMPT_TIMEOUT),
         },
         Peer::Resilient | Peer::ResilientNoTimer => {
-            let http = common(ResilientClient::reqwest_builder())
-                .build()
-                .expect("reqwest client");
             let builder = resilient_policy_builder(settings.max_attempts, settings.budget);
             let policy = if peer == Peer::ResilientNoTimer {
                 builder.no_deadline().no_attempt_timeout()
@@ -213,7 +210,9 @@ pub fn build(peer: Peer, settings: Settings) -> Arc<Client> {
             .build()
             .expect("valid policy");
             Client::Resilient {
-                client: ResilientClient::from_parts(http, policy),
+                // As `ResilientClient::with_policy` builds it, with the common settings.
+                client: ResilientClient::from_builder(common(reqwest::Client::builder()), policy)
+                    .expect("reqwest client"),
                 deadline: settings.deadline,
             }
         }

@@ -180,3 +180,30 @@ async fn a_short_per_call_deadline_still_leaves_room_for_retries() {
     );
     assert_eq!(received(&server).await.len() as u32, error.attempts());
 }
+
+#[tokio::test]
+async fn a_client_brought_by_the_caller_still_gets_each_attempts_timeout() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(Scripted::new(vec![
+            ResponseTemplate::new(200).set_delay(Duration::from_secs(5)),
+            ResponseTemplate::new(200).set_body_string("fast"),
+        ]))
+        .mount(&server)
+        .await;
+    // No total timeout on this client: the loop must set one on every attempt.
+    let http = reqwest_resilience::ResilientClient::reqwest_builder()
+        .build()
+        .unwrap();
+    let sleeper = reqwest_resilience::RecordingSleeper::new();
+    let policy = crate::support::policy(&sleeper)
+        .attempt_timeout(Duration::from_millis(200))
+        .build()
+        .unwrap();
+    let client = reqwest_resilience::ResilientClient::from_parts(http, policy);
+    let started = Instant::now();
+    let response = client.get(server.uri()).send().await.unwrap();
+    assert_eq!(response.text().await.unwrap(), "fast");
+    assert!(started.elapsed() < Duration::from_secs(4));
+    assert_eq!(received(&server).await.len(), 2);
+}
