@@ -16,7 +16,9 @@
 //! 8. observers' `ended`, then the result goes to the caller.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
@@ -82,19 +84,36 @@ pub(crate) struct Intent<'a, T> {
 }
 
 impl<'a, T: Transport + 'a> Intent<'a, T> {
-    /// Not an `async fn`: returning the instrumented loop directly saves one layer
-    /// of future state (and its copies) on every request.
-    pub(crate) fn run(self) -> impl Future<Output = Result<reqwest::Response, Error>> + Send + 'a {
+    /// Not an `async fn`: the checks that need no waiting happen here, so the
+    /// future the caller holds is the attempt loop itself (plus the span), not a
+    /// wrapper that would also keep a second copy of the request. Observed intents
+    /// run boxed: their extra state costs only them.
+    pub(crate) fn run(
+        mut self,
+    ) -> impl Future<Output = Result<reqwest::Response, Error>> + Send + 'a {
         let span = telemetry::intent_span(
             self.request.method(),
             self.request.url(),
             self.key.as_ref(),
             &self.policy.redact_query_params,
         );
-        self.run_observed().instrument(span)
+        let run = match self.add_key_header() {
+            Err(error) => Run::Done {
+                result: Some(Err(error)),
+            },
+            Ok(()) if self.policy.observers.is_empty() && self.observers.is_empty() => Run::Plain {
+                attempts: attempt_loop(self.prepare(), &[]),
+            },
+            Ok(()) => Run::Observed {
+                intent: Box::pin(self.run_observed()),
+            },
+        };
+        run.instrument(span)
     }
 
-    async fn run_observed(mut self) -> Result<reqwest::Response, Error> {
+    /// Refuses a zero deadline and puts the key on the request, before anything
+    /// else sees it.
+    fn add_key_header(&mut self) -> Result<(), Error> {
         if self.deadline == Some(Duration::ZERO) {
             return Err(Error::zero_deadline());
         }
@@ -106,9 +125,10 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
                 .headers_mut()
                 .insert(self.policy.key_header.clone(), value);
         }
-        if self.policy.observers.is_empty() && self.observers.is_empty() {
-            return self.run_attempts(&[]).await;
-        }
+        Ok(())
+    }
+
+    async fn run_observed(mut self) -> Result<reqwest::Response, Error> {
         let mut observers = std::mem::take(&mut self.observers);
         observers.splice(0..0, self.policy.observers.iter().cloned());
         if observers.iter().any(|observer| observer.needs_body_bytes()) {
@@ -132,7 +152,7 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
         }
         // Only observed intents pay for these copies.
         let (method, url) = (self.request.method().clone(), self.request.url().clone());
-        let result = self.run_attempts(&observers).await;
+        let result = attempt_loop(self.prepare(), &observers).await;
         let end = IntentEnd {
             method: &method,
             url: &url,
@@ -157,12 +177,10 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
         }
     }
 
-    async fn run_attempts(
-        self,
-        observers: &[Arc<dyn IntentObserver>],
-    ) -> Result<reqwest::Response, Error> {
+    /// Everything the attempt loop needs that can be decided without waiting.
+    fn prepare(self) -> Prepared<'a, T> {
         let Intent {
-            mut transport,
+            transport,
             built_in_timeout,
             policy,
             mut request,
@@ -171,11 +189,6 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
             deadline,
             observers: _,
         } = self;
-        let clock = &*policy.clock;
-        let started = clock.now();
-        let deadline_limit = deadline;
-        let deadline = Deadline::new(started, deadline);
-        let keyed = key.is_some();
         let per_attempt_timeout = request.timeout().copied().or(policy.attempt_timeout);
         // A streamed body is consumed by its one and only send; a factory makes a
         // fresh one for every attempt (and replaces any body set by hand).
@@ -185,171 +198,253 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
         let replayable =
             body_factory.is_some() || request.body().is_none_or(|body| body.as_bytes().is_some());
         let method = request.method().clone();
-        let send_once = !replayable || policy.max_attempts == 1;
-        let mut requests = if send_once {
+        let requests = if !replayable || policy.max_attempts == 1 {
             let url = request.url().clone();
             Requests::Once(Some(request), url)
         } else {
             Requests::Template(request)
         };
-        let min_attempt_window = min_attempt_window(per_attempt_timeout, deadline_limit);
-        let intent_scope = GateScope {
-            host: requests.url().host_str().unwrap_or(""),
-            now: started,
-            attempt: 0,
+        Prepared {
+            transport,
+            built_in_timeout,
+            policy,
+            requests,
+            body_factory,
+            method,
+            key,
+            deadline,
+            per_attempt_timeout,
+            replayable,
+        }
+    }
+}
+
+/// An intent after the checks that need no waiting: what its attempt loop uses.
+/// The loop reads these fields in place, never moving them into locals of its own,
+/// so that its future holds each of them once.
+struct Prepared<'a, T> {
+    transport: T,
+    /// The timeout the transport applies by itself, if any (see `ResilientClient`).
+    built_in_timeout: Option<Duration>,
+    policy: &'a PolicyInner,
+    requests: Requests,
+    body_factory: Option<BodyFactory>,
+    method: http::Method,
+    key: Option<IdempotencyKey>,
+    deadline: Option<Duration>,
+    per_attempt_timeout: Option<Duration>,
+    /// The body can be sent again (bytes, none, or a factory).
+    replayable: bool,
+}
+
+pin_project_lite::pin_project! {
+    /// The future `Intent::run` returns: the attempt loop in place, an observed
+    /// intent boxed, or an intent refused before its first attempt.
+    #[project = RunProjection]
+    enum Run<Plain, Observed> {
+        Plain { #[pin] attempts: Plain },
+        Observed { intent: Pin<Box<Observed>> },
+        Done { result: Option<Result<reqwest::Response, Error>> },
+    }
+}
+
+impl<Plain, Observed> Future for Run<Plain, Observed>
+where
+    Plain: Future<Output = Result<reqwest::Response, Error>>,
+    Observed: Future<Output = Result<reqwest::Response, Error>>,
+{
+    type Output = Result<reqwest::Response, Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project() {
+            RunProjection::Plain { attempts } => attempts.poll(cx),
+            RunProjection::Observed { intent } => intent.as_mut().poll(cx),
+            RunProjection::Done { result } => Poll::Ready(
+                result
+                    .take()
+                    .expect("an intent future polled after it completed"),
+            ),
+        }
+    }
+}
+
+/// The attempts of one intent: send, classify, pause or give up, until a result.
+async fn attempt_loop<T: Transport>(
+    mut intent: Prepared<'_, T>,
+    observers: &[Arc<dyn IntentObserver>],
+) -> Result<reqwest::Response, Error> {
+    let policy = intent.policy;
+    let clock = &*policy.clock;
+    let started = clock.now();
+    let deadline_limit = intent.deadline;
+    let deadline = Deadline::new(started, deadline_limit);
+    let keyed = intent.key.is_some();
+    let per_attempt_timeout = intent.per_attempt_timeout;
+    let min_attempt_window = min_attempt_window(per_attempt_timeout, deadline_limit);
+    let intent_scope = GateScope {
+        host: intent.requests.url().host_str().unwrap_or(""),
+        now: started,
+        attempt: 0,
+    };
+    for gate in &policy.gates {
+        gate.intent_started(&intent_scope);
+    }
+
+    let mut state = LoopState {
+        log: AttemptLog::new(intent.key.take()),
+        clock,
+        may_have_applied: false,
+        started,
+        rng: None,
+        previous_delay: None,
+    };
+    // The previous attempt's result and Retry-After, kept through the pause so
+    // that a give-up at the start of the next attempt can still report them.
+    let mut previous: Option<(LastResult, Option<Duration>)> = None;
+    let mut attempt: u32 = 0;
+    loop {
+        attempt += 1;
+        let attempt_started = if attempt == 1 { started } else { clock.now() };
+        let timeout = deadline.attempt_timeout(attempt_started, per_attempt_timeout);
+        if timeout == Some(Duration::ZERO) {
+            // The pause overran the deadline (timer granularity).
+            let (last, retry_after) = previous.take().unwrap_or((LastResult::Nothing, None));
+            return Err(state.give_up(GiveUpReason::DeadlineExceeded, last, retry_after));
+        }
+        let Some(mut outgoing) = intent.requests.next() else {
+            let (last, retry_after) = previous.take().unwrap_or((LastResult::Nothing, None));
+            return Err(state.give_up(GiveUpReason::BodyNotReplayable, last, retry_after));
+        };
+        drop(previous.take());
+        let url = intent.requests.url();
+        if let Some(factory) = &intent.body_factory {
+            *outgoing.body_mut() = Some(factory());
+        }
+        let request_id = RequestId::generate();
+        outgoing
+            .headers_mut()
+            .insert(policy.request_id_header.clone(), request_id.header_value());
+        // reqwest keeps a per-request timeout in the request's extension map:
+        // creating it costs three allocations, so an attempt whose timeout the
+        // client already applies (or that has none) goes without.
+        if timeout.is_some() && timeout != intent.built_in_timeout {
+            *outgoing.timeout_mut() = timeout;
+        }
+
+        let attempt_span = telemetry::attempt_span(
+            &intent.method,
+            url,
+            attempt,
+            request_id,
+            &policy.redact_query_params,
+        );
+        let result = intent
+            .transport
+            .send(outgoing)
+            .instrument(attempt_span.clone())
+            .await;
+        let attempt_ended = clock.now();
+        let verdict = classify_attempt(
+            policy,
+            &attempt_span,
+            &intent.method,
+            url,
+            attempt,
+            keyed,
+            &result,
+        );
+        drop(attempt_span); // the attempt span ends here, not after the pause
+        if verdict.may_have_applied() {
+            state.may_have_applied = true;
+        }
+        state.log.push(AttemptRecord {
+            number: attempt,
+            request_id,
+            outcome: verdict.outcome,
+            duration: attempt_ended.saturating_duration_since(attempt_started),
+            delay_after: None,
+        });
+        let scope = GateScope {
+            host: url.host_str().unwrap_or(""),
+            now: attempt_ended,
+            attempt,
         };
         for gate in &policy.gates {
-            gate.intent_started(&intent_scope);
+            gate.attempt_finished(&scope, &verdict.outcome, verdict.transient);
         }
-
-        let mut state = LoopState {
-            log: AttemptLog::new(key),
-            clock,
-            may_have_applied: false,
-            started,
-            rng: None,
-            previous_delay: None,
+        state.tell_observers(observers, &intent.method, url, verdict.retry());
+        let retry = verdict.retry();
+        let retry_after = verdict.retry_after;
+        let last = match result {
+            Ok(response) if !retry => return Ok(state.succeed(response)),
+            Ok(response) => LastResult::Response(response),
+            Err(TransportError::Reqwest(error)) if error.is_builder() => {
+                let last = LastResult::Transport(error);
+                return Err(state.give_up(GiveUpReason::InvalidRequest, last, None));
+            }
+            Err(error) if !retry => {
+                let last = LastResult::from(error);
+                return Err(state.give_up(GiveUpReason::NotRetryable, last, None));
+            }
+            Err(error) => LastResult::from(error),
         };
-        // The previous attempt's result and Retry-After, kept through the pause so
-        // that a give-up at the start of the next attempt can still report them.
-        let mut previous: Option<(LastResult, Option<Duration>)> = None;
-        let mut attempt: u32 = 0;
-        loop {
-            attempt += 1;
-            let attempt_started = if attempt == 1 { started } else { clock.now() };
-            let timeout = deadline.attempt_timeout(attempt_started, per_attempt_timeout);
-            if timeout == Some(Duration::ZERO) {
-                // The pause overran the deadline (timer granularity).
-                let (last, retry_after) = previous.take().unwrap_or((LastResult::Nothing, None));
-                return Err(state.give_up(GiveUpReason::DeadlineExceeded, last, retry_after));
-            }
-            let Some(mut outgoing) = requests.next() else {
-                let (last, retry_after) = previous.take().unwrap_or((LastResult::Nothing, None));
-                return Err(state.give_up(GiveUpReason::BodyNotReplayable, last, retry_after));
-            };
-            drop(previous.take());
-            let url = requests.url();
-            if let Some(factory) = &body_factory {
-                *outgoing.body_mut() = Some(factory());
-            }
-            let request_id = RequestId::generate();
-            outgoing
-                .headers_mut()
-                .insert(policy.request_id_header.clone(), request_id.header_value());
-            // reqwest keeps a per-request timeout in the request's extension map:
-            // creating it costs three allocations, so an attempt whose timeout the
-            // client already applies (or that has none) goes without.
-            if timeout.is_some() && timeout != built_in_timeout {
-                *outgoing.timeout_mut() = timeout;
-            }
-
-            let attempt_span = telemetry::attempt_span(
-                &method,
-                url,
-                attempt,
-                request_id,
-                &policy.redact_query_params,
-            );
-            let result = transport
-                .send(outgoing)
-                .instrument(attempt_span.clone())
-                .await;
-            let attempt_ended = clock.now();
-            let verdict =
-                classify_attempt(policy, &attempt_span, &method, url, attempt, keyed, &result);
-            drop(attempt_span); // the attempt span ends here, not after the pause
-            if verdict.may_have_applied() {
-                state.may_have_applied = true;
-            }
-            state.log.push(AttemptRecord {
-                number: attempt,
-                request_id,
-                outcome: verdict.outcome,
-                duration: attempt_ended.saturating_duration_since(attempt_started),
-                delay_after: None,
-            });
-            let scope = GateScope {
-                host: url.host_str().unwrap_or(""),
-                now: attempt_ended,
-                attempt,
-            };
-            for gate in &policy.gates {
-                gate.attempt_finished(&scope, &verdict.outcome, verdict.transient);
-            }
-            state.tell_observers(observers, &method, url, verdict.retry());
-            let retry = verdict.retry();
-            let retry_after = verdict.retry_after;
-            let last = match result {
-                Ok(response) if !retry => return Ok(state.succeed(response)),
-                Ok(response) => LastResult::Response(response),
-                Err(TransportError::Reqwest(error)) if error.is_builder() => {
-                    let last = LastResult::Transport(error);
-                    return Err(state.give_up(GiveUpReason::InvalidRequest, last, None));
-                }
-                Err(error) if !retry => {
-                    let last = LastResult::from(error);
-                    return Err(state.give_up(GiveUpReason::NotRetryable, last, None));
-                }
-                Err(error) => LastResult::from(error),
-            };
-            // With no attempt left, running out of attempts is the reason, not the body.
-            if !replayable && attempt < policy.max_attempts {
-                return Err(state.give_up(GiveUpReason::BodyNotReplayable, last, retry_after));
-            }
-
-            // No jitter drawn (nor seeded sequence advanced) when no retry can follow.
-            let backoff = if attempt < policy.max_attempts {
-                let rng = state
-                    .rng
-                    .get_or_insert_with(|| Box::new(policy.intent_rng()));
-                policy.backoff.delay(attempt - 1, state.previous_delay, rng)
-            } else {
-                Duration::ZERO
-            };
-            let facts = Facts {
-                attempts_made: attempt,
-                max_attempts: policy.max_attempts,
-                remaining: deadline.remaining(clock.now()),
-                retry_after,
-                retry_after_ceiling: policy.retry_after_ceiling,
-                backoff,
-                conflict_floor: verdict.conflict.then_some(policy.conflict_delay),
-                min_attempt_window,
-            };
-            let (delay, reason) = match next_step(facts) {
-                NextStep::GiveUp(why) => {
-                    return Err(state.give_up(give_up_reason(why), last, retry_after))
-                }
-                NextStep::Wait(delay, reason) => (delay, reason),
-            };
-            let cause = if verdict.conflict {
-                RetryCause::Conflict
-            } else {
-                RetryCause::Transient
-            };
-            let scope = GateScope {
-                now: clock.now(),
-                ..scope
-            };
-            if !policy
-                .gates
-                .iter()
-                .all(|gate| gate.allow_retry(&scope, cause))
-            {
-                tracing::warn!(attempt, "retry budget exhausted; not retrying");
-                return Err(state.give_up(GiveUpReason::BudgetExhausted, last, retry_after));
-            }
-            previous = Some((last, retry_after));
-            state.log.set_last_delay(delay, reason);
-            state.previous_delay = Some(backoff);
-            tracing::info!(
-                attempt,
-                delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-                reason = reason.as_str(),
-                "transient failure; retrying"
-            );
-            policy.sleeper.sleep(delay).await;
+        // With no attempt left, running out of attempts is the reason, not the body.
+        if !intent.replayable && attempt < policy.max_attempts {
+            return Err(state.give_up(GiveUpReason::BodyNotReplayable, last, retry_after));
         }
+
+        // No jitter drawn (nor seeded sequence advanced) when no retry can follow.
+        let backoff = if attempt < policy.max_attempts {
+            let rng = state
+                .rng
+                .get_or_insert_with(|| Box::new(policy.intent_rng()));
+            policy.backoff.delay(attempt - 1, state.previous_delay, rng)
+        } else {
+            Duration::ZERO
+        };
+        let facts = Facts {
+            attempts_made: attempt,
+            max_attempts: policy.max_attempts,
+            remaining: deadline.remaining(clock.now()),
+            retry_after,
+            retry_after_ceiling: policy.retry_after_ceiling,
+            backoff,
+            conflict_floor: verdict.conflict.then_some(policy.conflict_delay),
+            min_attempt_window,
+        };
+        let (delay, reason) = match next_step(facts) {
+            NextStep::GiveUp(why) => {
+                return Err(state.give_up(give_up_reason(why), last, retry_after))
+            }
+            NextStep::Wait(delay, reason) => (delay, reason),
+        };
+        let cause = if verdict.conflict {
+            RetryCause::Conflict
+        } else {
+            RetryCause::Transient
+        };
+        let scope = GateScope {
+            now: clock.now(),
+            ..scope
+        };
+        if !policy
+            .gates
+            .iter()
+            .all(|gate| gate.allow_retry(&scope, cause))
+        {
+            tracing::warn!(attempt, "retry budget exhausted; not retrying");
+            return Err(state.give_up(GiveUpReason::BudgetExhausted, last, retry_after));
+        }
+        previous = Some((last, retry_after));
+        state.log.set_last_delay(delay, reason);
+        state.previous_delay = Some(backoff);
+        tracing::info!(
+            attempt,
+            delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+            reason = reason.as_str(),
+            "transient failure; retrying"
+        );
+        policy.sleeper.sleep(delay).await;
     }
 }
 
