@@ -16,6 +16,7 @@
 //! retry loop) around this one: three layers of three attempts make 27.
 
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,7 +25,7 @@ use http::Method;
 use reqwest::IntoUrl;
 
 use crate::error::Error;
-use crate::intent::{BodyFactory, Intent};
+use crate::intent::{self, BodyFactory, Intent};
 use crate::observer::IntentObserver;
 use crate::options::IntentOptions;
 use crate::policy::{RetryPolicy, DEFAULT_ATTEMPT_TIMEOUT};
@@ -406,28 +407,33 @@ impl RequestBuilder {
     /// replayed, a failure that is not retryable, or an invalid request or key
     /// (then nothing was sent). Check [`Error::is_outcome_unknown`] before
     /// deciding what to do next.
-    pub async fn send(self) -> Result<reqwest::Response, Error> {
+    pub fn send(self) -> impl Future<Output = Result<reqwest::Response, Error>> + Send + 'static {
         let RequestBuilder {
             client,
             inner,
             options,
             body_factory,
         } = self;
-        let request = inner.build().map_err(Error::invalid_request)?;
-        let policy = &client.policy.inner;
-        let resolved = options.resolve(policy, &request)?;
-        Intent {
-            transport: &client.http,
-            built_in_timeout: client.built_in_timeout,
-            policy,
-            request,
-            body_factory,
-            key: resolved.key,
-            deadline: resolved.deadline,
-            observers: resolved.observers,
-        }
-        .run()
-        .await
+        // Everything that needs no waiting is decided here, so that the future holds
+        // the intent once (not the builder as well).
+        let intent = inner
+            .build()
+            .map_err(Error::invalid_request)
+            .and_then(|request| {
+                let policy = client.policy.inner;
+                let resolved = options.resolve(&policy, &request)?;
+                Ok(Intent {
+                    transport: client.http,
+                    built_in_timeout: client.built_in_timeout,
+                    policy,
+                    request,
+                    body_factory,
+                    key: resolved.key,
+                    deadline: resolved.deadline,
+                    observers: resolved.observers,
+                })
+            });
+        intent::start(intent)
     }
 }
 

@@ -59,7 +59,7 @@ pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// Produces a fresh body for every attempt (see `RequestBuilder::body_fn`).
 pub(crate) type BodyFactory = Arc<dyn Fn() -> reqwest::Body + Send + Sync>;
 
-impl Transport for &reqwest::Client {
+impl Transport for reqwest::Client {
     fn send(
         &mut self,
         request: reqwest::Request,
@@ -70,11 +70,11 @@ impl Transport for &reqwest::Client {
 }
 
 /// One intent, ready to run.
-pub(crate) struct Intent<'a, T> {
+pub(crate) struct Intent<T> {
     pub(crate) transport: T,
     /// The timeout the transport applies by itself, if any (see `ResilientClient`).
     pub(crate) built_in_timeout: Option<Duration>,
-    pub(crate) policy: &'a PolicyInner,
+    pub(crate) policy: Arc<PolicyInner>,
     pub(crate) request: reqwest::Request,
     pub(crate) body_factory: Option<BodyFactory>,
     pub(crate) key: Option<IdempotencyKey>,
@@ -83,34 +83,46 @@ pub(crate) struct Intent<'a, T> {
     pub(crate) observers: Vec<Arc<dyn IntentObserver>>,
 }
 
-impl<'a, T: Transport + 'a> Intent<'a, T> {
-    /// Not an `async fn`: the checks that need no waiting happen here, so the
-    /// future the caller holds is the attempt loop itself (plus the span), not a
-    /// wrapper that would also keep a second copy of the request. Observed intents
-    /// run boxed: their extra state costs only them.
-    pub(crate) fn run(
-        mut self,
-    ) -> impl Future<Output = Result<reqwest::Response, Error>> + Send + 'a {
-        let span = telemetry::intent_span(
-            self.request.method(),
-            self.request.url(),
-            self.key.as_ref(),
-            &self.policy.redact_query_params,
-        );
-        let run = match self.add_key_header() {
-            Err(error) => Run::Done {
+/// Runs an intent (or reports why it could not be built), as the future the caller
+/// awaits.
+///
+/// Not an `async fn`: the checks that need no waiting happen here, so the future
+/// the caller holds is the attempt loop itself (plus the span) — not a wrapper that
+/// would also keep a second copy of the request and the builder. Observed intents
+/// run boxed: their extra state costs only them.
+pub(crate) fn start<T: Transport>(
+    intent: Result<Intent<T>, Error>,
+) -> impl Future<Output = Result<reqwest::Response, Error>> + Send {
+    let mut intent = match intent {
+        Ok(intent) => intent,
+        Err(error) => {
+            let refused = Run::Done {
                 result: Some(Err(error)),
-            },
-            Ok(()) if self.policy.observers.is_empty() && self.observers.is_empty() => Run::Plain {
-                attempts: attempt_loop(self.prepare(), &[]),
-            },
-            Ok(()) => Run::Observed {
-                intent: Box::pin(self.run_observed()),
-            },
-        };
-        run.instrument(span)
-    }
+            };
+            return refused.instrument(tracing::Span::none());
+        }
+    };
+    let span = telemetry::intent_span(
+        intent.request.method(),
+        intent.request.url(),
+        intent.key.as_ref(),
+        &intent.policy.redact_query_params,
+    );
+    let run = match intent.add_key_header() {
+        Err(error) => Run::Done {
+            result: Some(Err(error)),
+        },
+        Ok(()) if intent.policy.observers.is_empty() && intent.observers.is_empty() => Run::Plain {
+            attempts: attempt_loop(intent.prepare(), &[]),
+        },
+        Ok(()) => Run::Observed {
+            intent: Box::pin(intent.run_observed()),
+        },
+    };
+    run.instrument(span)
+}
 
+impl<T: Transport> Intent<T> {
     /// Refuses a zero deadline and puts the key on the request, before anything
     /// else sees it.
     fn add_key_header(&mut self) -> Result<(), Error> {
@@ -178,7 +190,7 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
     }
 
     /// Everything the attempt loop needs that can be decided without waiting.
-    fn prepare(self) -> Prepared<'a, T> {
+    fn prepare(self) -> Prepared<T> {
         let Intent {
             transport,
             built_in_timeout,
@@ -222,11 +234,11 @@ impl<'a, T: Transport + 'a> Intent<'a, T> {
 /// An intent after the checks that need no waiting: what its attempt loop uses.
 /// The loop reads these fields in place, never moving them into locals of its own,
 /// so that its future holds each of them once.
-struct Prepared<'a, T> {
+struct Prepared<T> {
     transport: T,
     /// The timeout the transport applies by itself, if any (see `ResilientClient`).
     built_in_timeout: Option<Duration>,
-    policy: &'a PolicyInner,
+    policy: Arc<PolicyInner>,
     requests: Requests,
     body_factory: Option<BodyFactory>,
     method: http::Method,
@@ -270,10 +282,12 @@ where
 
 /// The attempts of one intent: send, classify, pause or give up, until a result.
 async fn attempt_loop<T: Transport>(
-    mut intent: Prepared<'_, T>,
+    mut intent: Prepared<T>,
     observers: &[Arc<dyn IntentObserver>],
 ) -> Result<reqwest::Response, Error> {
-    let policy = intent.policy;
+    // Borrowed field by field: the loop also takes `intent.requests` and
+    // `intent.transport` mutably.
+    let policy: &PolicyInner = &intent.policy;
     let clock = &*policy.clock;
     let started = clock.now();
     let deadline_limit = intent.deadline;
@@ -519,7 +533,7 @@ impl LoopState<'_> {
         url: &reqwest::Url,
         will_retry: bool,
     ) {
-        let Some(record) = self.log.last() else {
+        let (false, Some(record)) = (observers.is_empty(), self.log.last()) else {
             return;
         };
         let finished = AttemptFinished {

@@ -52,7 +52,7 @@ use std::future::Future;
 use http::Extensions;
 use reqwest_middleware::{Middleware, Next};
 
-use crate::intent::{Intent, Transport, TransportError};
+use crate::intent::{self, Intent, Transport, TransportError};
 use crate::options::IntentOptions;
 use crate::policy::RetryPolicy;
 
@@ -91,11 +91,11 @@ impl Middleware for ResilienceMiddleware {
             .get::<IntentOptions>()
             .cloned()
             .unwrap_or_default();
-        let policy = &self.policy.inner;
+        let policy = self.policy.inner.clone();
         let resolved = options
-            .resolve(policy, &request)
+            .resolve(&policy, &request)
             .map_err(reqwest_middleware::Error::middleware)?;
-        Intent {
+        intent::start(Ok(Intent {
             transport: Chain { next, extensions },
             built_in_timeout: None,
             policy,
@@ -104,8 +104,7 @@ impl Middleware for ResilienceMiddleware {
             key: resolved.key,
             deadline: resolved.deadline,
             observers: resolved.observers,
-        }
-        .run()
+        }))
         .await
         .map_err(reqwest_middleware::Error::middleware)
     }
