@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use http::header::HeaderName;
 use rand::rngs::StdRng;
 use tracing::Instrument;
 
@@ -113,7 +114,10 @@ pub(crate) fn start<T: Transport>(
             result: Some(Err(error)),
         },
         Ok(()) if intent.policy.observers.is_empty() && intent.observers.is_empty() => Run::Plain {
-            attempts: attempt_loop(intent.prepare(), &[]),
+            attempts: {
+                let (prepared, policy) = intent.prepare();
+                attempt_loop(prepared, policy, &[])
+            },
         },
         Ok(()) => Run::Observed {
             intent: Box::pin(intent.run_observed()),
@@ -164,7 +168,8 @@ impl<T: Transport> Intent<T> {
         }
         // Only observed intents pay for these copies.
         let (method, url) = (self.request.method().clone(), self.request.url().clone());
-        let result = attempt_loop(self.prepare(), &observers).await;
+        let (prepared, policy) = self.prepare();
+        let result = attempt_loop(prepared, policy, &observers).await;
         let end = IntentEnd {
             method: &method,
             url: &url,
@@ -189,8 +194,9 @@ impl<T: Transport> Intent<T> {
         }
     }
 
-    /// Everything the attempt loop needs that can be decided without waiting.
-    fn prepare(self) -> Prepared<T> {
+    /// Everything the attempt loop needs that can be decided without waiting, and
+    /// the policy it runs under.
+    fn prepare(self) -> (Prepared<T>, Arc<PolicyInner>) {
         let Intent {
             transport,
             built_in_timeout,
@@ -216,10 +222,9 @@ impl<T: Transport> Intent<T> {
         } else {
             Requests::Template(request)
         };
-        Prepared {
+        let prepared = Prepared {
             transport,
             built_in_timeout,
-            policy,
             requests,
             body_factory,
             method,
@@ -227,7 +232,8 @@ impl<T: Transport> Intent<T> {
             deadline,
             per_attempt_timeout,
             replayable,
-        }
+        };
+        (prepared, policy)
     }
 }
 
@@ -238,7 +244,6 @@ struct Prepared<T> {
     transport: T,
     /// The timeout the transport applies by itself, if any (see `ResilientClient`).
     built_in_timeout: Option<Duration>,
-    policy: Arc<PolicyInner>,
     requests: Requests,
     body_factory: Option<BodyFactory>,
     method: http::Method,
@@ -247,6 +252,32 @@ struct Prepared<T> {
     per_attempt_timeout: Option<Duration>,
     /// The body can be sent again (bytes, none, or a factory).
     replayable: bool,
+}
+
+impl<T> Prepared<T> {
+    /// The request for the next attempt, with its own request id and timeout;
+    /// `None` once a body that cannot be replayed has been sent.
+    fn next_request(
+        &mut self,
+        request_id_header: &HeaderName,
+        request_id: RequestId,
+        timeout: Option<Duration>,
+    ) -> Option<reqwest::Request> {
+        let mut outgoing = self.requests.next()?;
+        if let Some(factory) = &self.body_factory {
+            *outgoing.body_mut() = Some(factory());
+        }
+        outgoing
+            .headers_mut()
+            .insert(request_id_header.clone(), request_id.header_value());
+        // reqwest keeps a per-request timeout in the request's extension map:
+        // creating it costs three allocations, so an attempt whose timeout the
+        // client already applies (or that has none) goes without.
+        if timeout.is_some() && timeout != self.built_in_timeout {
+            *outgoing.timeout_mut() = timeout;
+        }
+        Some(outgoing)
+    }
 }
 
 pin_project_lite::pin_project! {
@@ -281,184 +312,180 @@ where
 }
 
 /// The attempts of one intent: send, classify, pause or give up, until a result.
-async fn attempt_loop<T: Transport>(
+///
+/// Not an `async fn`: an async fn keeps a second copy of its arguments in its
+/// future; an `async move` block uses what it captured in place.
+#[allow(clippy::manual_async_fn)] // on purpose: see above
+fn attempt_loop<'o, T: Transport>(
     mut intent: Prepared<T>,
-    observers: &[Arc<dyn IntentObserver>],
-) -> Result<reqwest::Response, Error> {
-    // Borrowed field by field: the loop also takes `intent.requests` and
-    // `intent.transport` mutably.
-    let policy: &PolicyInner = &intent.policy;
-    let clock = &*policy.clock;
-    let started = clock.now();
-    let deadline_limit = intent.deadline;
-    let deadline = Deadline::new(started, deadline_limit);
-    let keyed = intent.key.is_some();
-    let per_attempt_timeout = intent.per_attempt_timeout;
-    let min_attempt_window = min_attempt_window(per_attempt_timeout, deadline_limit);
-    let intent_scope = GateScope {
-        host: intent.requests.url().host_str().unwrap_or(""),
-        now: started,
-        attempt: 0,
-    };
-    for gate in &policy.gates {
-        gate.intent_started(&intent_scope);
-    }
-
-    let mut state = LoopState {
-        log: AttemptLog::new(intent.key.take()),
-        clock,
-        may_have_applied: false,
-        started,
-        rng: None,
-        previous_delay: None,
-    };
-    // The previous attempt's result and Retry-After, kept through the pause so
-    // that a give-up at the start of the next attempt can still report them.
-    let mut previous: Option<(LastResult, Option<Duration>)> = None;
-    let mut attempt: u32 = 0;
-    loop {
-        attempt += 1;
-        let attempt_started = if attempt == 1 { started } else { clock.now() };
-        let timeout = deadline.attempt_timeout(attempt_started, per_attempt_timeout);
-        if timeout == Some(Duration::ZERO) {
-            // The pause overran the deadline (timer granularity).
-            let (last, retry_after) = previous.take().unwrap_or((LastResult::Nothing, None));
-            return Err(state.give_up(GiveUpReason::DeadlineExceeded, last, retry_after));
-        }
-        let Some(mut outgoing) = intent.requests.next() else {
-            let (last, retry_after) = previous.take().unwrap_or((LastResult::Nothing, None));
-            return Err(state.give_up(GiveUpReason::BodyNotReplayable, last, retry_after));
-        };
-        drop(previous.take());
-        let url = intent.requests.url();
-        if let Some(factory) = &intent.body_factory {
-            *outgoing.body_mut() = Some(factory());
-        }
-        let request_id = RequestId::generate();
-        outgoing
-            .headers_mut()
-            .insert(policy.request_id_header.clone(), request_id.header_value());
-        // reqwest keeps a per-request timeout in the request's extension map:
-        // creating it costs three allocations, so an attempt whose timeout the
-        // client already applies (or that has none) goes without.
-        if timeout.is_some() && timeout != intent.built_in_timeout {
-            *outgoing.timeout_mut() = timeout;
-        }
-
-        let attempt_span = telemetry::attempt_span(
-            &intent.method,
-            url,
-            attempt,
-            request_id,
-            &policy.redact_query_params,
-        );
-        let result = intent
-            .transport
-            .send(outgoing)
-            .instrument(attempt_span.clone())
-            .await;
-        let attempt_ended = clock.now();
-        let verdict = classify_attempt(
-            policy,
-            &attempt_span,
-            &intent.method,
-            url,
-            attempt,
-            keyed,
-            &result,
-        );
-        drop(attempt_span); // the attempt span ends here, not after the pause
-        if verdict.may_have_applied() {
-            state.may_have_applied = true;
-        }
-        state.log.push(AttemptRecord {
-            number: attempt,
-            request_id,
-            outcome: verdict.outcome,
-            duration: attempt_ended.saturating_duration_since(attempt_started),
-            delay_after: None,
-        });
-        let scope = GateScope {
-            host: url.host_str().unwrap_or(""),
-            now: attempt_ended,
-            attempt,
+    policy: Arc<PolicyInner>,
+    observers: &'o [Arc<dyn IntentObserver>],
+) -> impl Future<Output = Result<reqwest::Response, Error>> + Send + use<'o, T> {
+    async move {
+        let policy: &PolicyInner = &policy;
+        let clock = &*policy.clock;
+        let started = clock.now();
+        let deadline_limit = intent.deadline;
+        let deadline = Deadline::new(started, deadline_limit);
+        let keyed = intent.key.is_some();
+        let per_attempt_timeout = intent.per_attempt_timeout;
+        let min_attempt_window = min_attempt_window(per_attempt_timeout, deadline_limit);
+        let intent_scope = GateScope {
+            host: intent.requests.url().host_str().unwrap_or(""),
+            now: started,
+            attempt: 0,
         };
         for gate in &policy.gates {
-            gate.attempt_finished(&scope, &verdict.outcome, verdict.transient);
-        }
-        state.tell_observers(observers, &intent.method, url, verdict.retry());
-        let retry = verdict.retry();
-        let retry_after = verdict.retry_after;
-        let last = match result {
-            Ok(response) if !retry => return Ok(state.succeed(response)),
-            Ok(response) => LastResult::Response(response),
-            Err(TransportError::Reqwest(error)) if error.is_builder() => {
-                let last = LastResult::Transport(error);
-                return Err(state.give_up(GiveUpReason::InvalidRequest, last, None));
-            }
-            Err(error) if !retry => {
-                let last = LastResult::from(error);
-                return Err(state.give_up(GiveUpReason::NotRetryable, last, None));
-            }
-            Err(error) => LastResult::from(error),
-        };
-        // With no attempt left, running out of attempts is the reason, not the body.
-        if !intent.replayable && attempt < policy.max_attempts {
-            return Err(state.give_up(GiveUpReason::BodyNotReplayable, last, retry_after));
+            gate.intent_started(&intent_scope);
         }
 
-        // No jitter drawn (nor seeded sequence advanced) when no retry can follow.
-        let backoff = if attempt < policy.max_attempts {
-            let rng = state
-                .rng
-                .get_or_insert_with(|| Box::new(policy.intent_rng()));
-            policy.backoff.delay(attempt - 1, state.previous_delay, rng)
-        } else {
-            Duration::ZERO
+        let mut state = LoopState {
+            log: AttemptLog::new(intent.key.take()),
+            clock,
+            may_have_applied: false,
+            started,
+            rng: None,
+            previous_delay: None,
         };
-        let facts = Facts {
-            attempts_made: attempt,
-            max_attempts: policy.max_attempts,
-            remaining: deadline.remaining(clock.now()),
-            retry_after,
-            retry_after_ceiling: policy.retry_after_ceiling,
-            backoff,
-            conflict_floor: verdict.conflict.then_some(policy.conflict_delay),
-            min_attempt_window,
-        };
-        let (delay, reason) = match next_step(facts) {
-            NextStep::GiveUp(why) => {
-                return Err(state.give_up(give_up_reason(why), last, retry_after))
+        // The previous attempt's result and Retry-After, kept through the pause so
+        // that a give-up at the start of the next attempt can still report them.
+        let mut previous: Option<(LastResult, Option<Duration>)> = None;
+        let mut attempt: u32 = 0;
+        loop {
+            attempt += 1;
+            let attempt_started = if attempt == 1 { started } else { clock.now() };
+            let timeout = deadline.attempt_timeout(attempt_started, per_attempt_timeout);
+            if timeout == Some(Duration::ZERO) {
+                // The pause overran the deadline (timer granularity).
+                let (last, retry_after) = previous.take().unwrap_or((LastResult::Nothing, None));
+                return Err(state.give_up(GiveUpReason::DeadlineExceeded, last, retry_after));
             }
-            NextStep::Wait(delay, reason) => (delay, reason),
-        };
-        let cause = if verdict.conflict {
-            RetryCause::Conflict
-        } else {
-            RetryCause::Transient
-        };
-        let scope = GateScope {
-            now: clock.now(),
-            ..scope
-        };
-        if !policy
-            .gates
-            .iter()
-            .all(|gate| gate.allow_retry(&scope, cause))
-        {
-            tracing::warn!(attempt, "retry budget exhausted; not retrying");
-            return Err(state.give_up(GiveUpReason::BudgetExhausted, last, retry_after));
+            let request_id = RequestId::generate();
+            // Built and handed to the transport inside this block, so that the request
+            // is not kept in the loop's future while the attempt is in flight.
+            let sending = {
+                let Some(outgoing) =
+                    intent.next_request(&policy.request_id_header, request_id, timeout)
+                else {
+                    let (last, retry_after) =
+                        previous.take().unwrap_or((LastResult::Nothing, None));
+                    return Err(state.give_up(GiveUpReason::BodyNotReplayable, last, retry_after));
+                };
+                intent.transport.send(outgoing)
+            };
+            drop(previous.take());
+            let url = intent.requests.url();
+            let attempt_span = telemetry::attempt_span(
+                &intent.method,
+                url,
+                attempt,
+                request_id,
+                &policy.redact_query_params,
+            );
+            let result = sending.instrument(attempt_span.clone()).await;
+            let attempt_ended = clock.now();
+            let verdict = classify_attempt(
+                policy,
+                &attempt_span,
+                &intent.method,
+                url,
+                attempt,
+                keyed,
+                &result,
+            );
+            drop(attempt_span); // the attempt span ends here, not after the pause
+            if verdict.may_have_applied() {
+                state.may_have_applied = true;
+            }
+            state.log.push(AttemptRecord {
+                number: attempt,
+                request_id,
+                outcome: verdict.outcome,
+                duration: attempt_ended.saturating_duration_since(attempt_started),
+                delay_after: None,
+            });
+            let scope = GateScope {
+                host: url.host_str().unwrap_or(""),
+                now: attempt_ended,
+                attempt,
+            };
+            for gate in &policy.gates {
+                gate.attempt_finished(&scope, &verdict.outcome, verdict.transient);
+            }
+            state.tell_observers(observers, &intent.method, url, verdict.retry());
+            let retry = verdict.retry();
+            let retry_after = verdict.retry_after;
+            let last = match result {
+                Ok(response) if !retry => return Ok(state.succeed(response)),
+                Ok(response) => LastResult::Response(response),
+                Err(TransportError::Reqwest(error)) if error.is_builder() => {
+                    let last = LastResult::Transport(error);
+                    return Err(state.give_up(GiveUpReason::InvalidRequest, last, None));
+                }
+                Err(error) if !retry => {
+                    let last = LastResult::from(error);
+                    return Err(state.give_up(GiveUpReason::NotRetryable, last, None));
+                }
+                Err(error) => LastResult::from(error),
+            };
+            // With no attempt left, running out of attempts is the reason, not the body.
+            if !intent.replayable && attempt < policy.max_attempts {
+                return Err(state.give_up(GiveUpReason::BodyNotReplayable, last, retry_after));
+            }
+
+            // No jitter drawn (nor seeded sequence advanced) when no retry can follow.
+            let backoff = if attempt < policy.max_attempts {
+                let rng = state
+                    .rng
+                    .get_or_insert_with(|| Box::new(policy.intent_rng()));
+                policy.backoff.delay(attempt - 1, state.previous_delay, rng)
+            } else {
+                Duration::ZERO
+            };
+            let facts = Facts {
+                attempts_made: attempt,
+                max_attempts: policy.max_attempts,
+                remaining: deadline.remaining(clock.now()),
+                retry_after,
+                retry_after_ceiling: policy.retry_after_ceiling,
+                backoff,
+                conflict_floor: verdict.conflict.then_some(policy.conflict_delay),
+                min_attempt_window,
+            };
+            let (delay, reason) = match next_step(facts) {
+                NextStep::GiveUp(why) => {
+                    return Err(state.give_up(give_up_reason(why), last, retry_after))
+                }
+                NextStep::Wait(delay, reason) => (delay, reason),
+            };
+            let cause = if verdict.conflict {
+                RetryCause::Conflict
+            } else {
+                RetryCause::Transient
+            };
+            let scope = GateScope {
+                now: clock.now(),
+                ..scope
+            };
+            if !policy
+                .gates
+                .iter()
+                .all(|gate| gate.allow_retry(&scope, cause))
+            {
+                tracing::warn!(attempt, "retry budget exhausted; not retrying");
+                return Err(state.give_up(GiveUpReason::BudgetExhausted, last, retry_after));
+            }
+            previous = Some((last, retry_after));
+            state.log.set_last_delay(delay, reason);
+            state.previous_delay = Some(backoff);
+            tracing::info!(
+                attempt,
+                delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                reason = reason.as_str(),
+                "transient failure; retrying"
+            );
+            policy.sleeper.sleep(delay).await;
         }
-        previous = Some((last, retry_after));
-        state.log.set_last_delay(delay, reason);
-        state.previous_delay = Some(backoff);
-        tracing::info!(
-            attempt,
-            delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-            reason = reason.as_str(),
-            "transient failure; retrying"
-        );
-        policy.sleeper.sleep(delay).await;
     }
 }
 
