@@ -37,6 +37,7 @@ use crate::ids::RequestId;
 use crate::observer::{AttemptFinished, IntentEnd, IntentObserver, IntentStart};
 use crate::policy::PolicyInner;
 use crate::telemetry;
+use crate::template::Requests;
 
 /// Sends one attempt. Implemented for `&reqwest::Client` and, with the `middleware`
 /// feature, for the rest of a reqwest-middleware chain.
@@ -496,46 +497,6 @@ impl From<TransportError> for LastResult {
             TransportError::Other(error) => LastResult::Other(error),
         }
     }
-}
-
-/// Where each attempt's request comes from.
-enum Requests {
-    /// Cloned for every attempt (bytes bodies are reference-counted, not copied).
-    Template(reqwest::Request),
-    /// Sent at most once (a streamed body, or a single-attempt policy): moved into
-    /// its attempt, not cloned; the URL stays for spans and classification.
-    Once(Option<reqwest::Request>, reqwest::Url),
-}
-
-impl Requests {
-    fn next(&mut self) -> Option<reqwest::Request> {
-        match self {
-            Self::Template(template) => copy_of(template),
-            Self::Once(request, _) => request.take(),
-        }
-    }
-
-    fn url(&self) -> &reqwest::Url {
-        match self {
-            Self::Template(template) => template.url(),
-            Self::Once(_, url) => url,
-        }
-    }
-}
-
-/// A fresh copy of the template for one attempt; `None` when its body cannot be
-/// copied. Without a body it is copied by hand: `Request::try_clone` would also
-/// build and then replace an extension map (three allocations), of which reqwest
-/// reads only the timeout, and the loop sets each attempt's own timeout. A body can
-/// only be copied by `try_clone` (reqwest shares its bytes, never copies them).
-fn copy_of(template: &reqwest::Request) -> Option<reqwest::Request> {
-    if template.body().is_some() {
-        return template.try_clone();
-    }
-    let mut copy = reqwest::Request::new(template.method().clone(), template.url().clone());
-    *copy.headers_mut() = template.headers().clone();
-    *copy.version_mut() = template.version();
-    Some(copy)
 }
 
 /// What the loop accumulates across attempts.

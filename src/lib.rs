@@ -125,6 +125,7 @@ mod policy;
 mod retry_after;
 mod sleeper;
 mod telemetry;
+mod template;
 
 #[cfg(feature = "serde")]
 mod config;

@@ -166,6 +166,11 @@ impl RetryPolicy {
         self.inner.key_attachment
     }
 
+    /// Query parameters `url.full` shows as `REDACTED` besides OpenTelemetry's four.
+    pub fn redacted_query_params(&self) -> &[String] {
+        &self.inner.redact_query_params
+    }
+
     /// The server retry-hint header, if one is configured.
     pub fn server_hint_header(&self) -> Option<&HeaderName> {
         self.inner.rules.server_hint_header.as_ref()

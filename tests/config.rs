@@ -53,6 +53,7 @@ key_format = "sf_string"
 key_header = "X-Idempotency-Key"
 request_id_header = "X-Correlation-Id"
 server_hint_header = "Stripe-Should-Retry"
+redact_query_params = ["api_key", "token"]
 rng_seed = 7
 
 [backoff]
@@ -92,6 +93,7 @@ fn assert_full_policy(policy: &RetryPolicy) {
         Some("stripe-should-retry")
     );
     assert_eq!(policy.request_id_header().as_str(), "x-correlation-id");
+    assert_eq!(policy.redacted_query_params(), ["api_key", "token"]);
     assert_eq!(policy.budget().ratio(), 0.2);
     assert_eq!(policy.budget().window(), 30 * S);
     assert_eq!(policy.budget().reserve(), 5);
@@ -124,6 +126,7 @@ fn a_json_file_becomes_the_policy_it_describes() {
         "key_header": "X-Idempotency-Key",
         "request_id_header": "X-Correlation-Id",
         "server_hint_header": "Stripe-Should-Retry",
+        "redact_query_params": ["api_key", "token"],
         "rng_seed": 7,
         "backoff": { "strategy": "decorrelated_jitter", "base": "50ms", "cap": "1s" },
         "budget": { "ratio": 0.2, "window": "30s", "reserve": 5, "per_host": true }
@@ -486,6 +489,7 @@ fn environment_variables_configure_every_setting() {
             ("RETRY_KEY_HEADER", "X-Idempotency-Key"),
             ("RETRY_REQUEST_ID_HEADER", "X-Correlation-Id"),
             ("RETRY_SERVER_HINT_HEADER", "Stripe-Should-Retry"),
+            ("RETRY_REDACT_QUERY_PARAMS", "api_key, token"),
             ("RETRY_BUDGET_RATIO", "0.2"),
             ("RETRY_BUDGET_WINDOW", "30s"),
             ("RETRY_BUDGET_RESERVE", "5"),

@@ -26,6 +26,7 @@ impl RetryPolicyConfig {
     /// | `RETRY_CONFLICT_DELAY` | `2s` |
     /// | `RETRY_KEY_ATTACHMENT`, `RETRY_KEY_FORMAT` | `always`, `sf_string` |
     /// | `RETRY_KEY_HEADER`, `RETRY_REQUEST_ID_HEADER`, `RETRY_SERVER_HINT_HEADER` | `X-Idempotency-Key` |
+    /// | `RETRY_REDACT_QUERY_PARAMS` | `api_key,token` |
     /// | `RETRY_BUDGET` | `unlimited` |
     /// | `RETRY_BUDGET_RATIO`, `_WINDOW`, `_RESERVE`, `_PER_HOST` | `0.2`, `30s`, `5`, `true` |
     /// | `RETRY_RNG_SEED` | `7` |
@@ -109,6 +110,16 @@ impl RetryPolicyConfig {
                 "KEY_HEADER" => config.key_header = Some(value.to_owned()),
                 "REQUEST_ID_HEADER" => config.request_id_header = Some(value.to_owned()),
                 "SERVER_HINT_HEADER" => config.server_hint_header = Some(value.to_owned()),
+                "REDACT_QUERY_PARAMS" => {
+                    config.redact_query_params = Some(
+                        value
+                            .split(',')
+                            .map(str::trim)
+                            .filter(|name| !name.is_empty())
+                            .map(str::to_owned)
+                            .collect(),
+                    );
+                }
                 "BUDGET" => {
                     if !value.eq_ignore_ascii_case("unlimited") {
                         return Err(ConfigError::InvalidValue {

@@ -104,6 +104,7 @@ pub(super) const ENV_SUFFIXES: &[&str] = &[
     "KEY_HEADER",
     "REQUEST_ID_HEADER",
     "SERVER_HINT_HEADER",
+    "REDACT_QUERY_PARAMS",
     "BUDGET",
     "BUDGET_RATIO",
     "BUDGET_WINDOW",

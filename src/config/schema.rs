@@ -47,6 +47,7 @@ use super::error::ConfigError;
 /// | `key_header` | a header name | `"X-Idempotency-Key"` |
 /// | `request_id_header` | a header name | `"X-Correlation-Id"` |
 /// | `server_hint_header` | a header name whose `true`/`false` overrides classification (off if absent) | `"Stripe-Should-Retry"` |
+/// | `redact_query_params` | query parameter names whose values spans show as `REDACTED` (besides OpenTelemetry's four) | `["api_key", "token"]` |
 /// | `budget` | `"unlimited"`, or a table `{ ratio, window, reserve, per_host }` | `{ ratio = 0.2, window = "30s" }` |
 /// | `rng_seed` | an integer (tests only: repeatable jitter) | `7` |
 ///
@@ -171,6 +172,8 @@ pub struct RetryPolicyConfig {
     pub(super) request_id_header: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) server_hint_header: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) redact_query_params: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) rng_seed: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -76,6 +76,9 @@ impl RetryPolicyConfig {
         if let Some(name) = &self.server_hint_header {
             builder = builder.server_hint_header(name.as_str());
         }
+        if let Some(names) = &self.redact_query_params {
+            builder = builder.redact_query_params(names.iter().map(String::as_str));
+        }
         match &self.budget {
             None => {}
             Some(BudgetConfig::Unlimited) => builder = builder.no_budget(),
