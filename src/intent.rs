@@ -21,7 +21,6 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use http::header::HeaderName;
 use rand::rngs::StdRng;
 use tracing::Instrument;
 
@@ -255,32 +254,6 @@ struct Prepared<T> {
     replayable: bool,
 }
 
-impl<T> Prepared<T> {
-    /// The request for the next attempt, with its own request id and timeout;
-    /// `None` once a body that cannot be replayed has been sent.
-    fn next_request(
-        &mut self,
-        request_id_header: &HeaderName,
-        request_id: RequestId,
-        timeout: Option<Duration>,
-    ) -> Option<reqwest::Request> {
-        let mut outgoing = self.requests.next()?;
-        if let Some(factory) = &self.body_factory {
-            *outgoing.body_mut() = Some(factory());
-        }
-        outgoing
-            .headers_mut()
-            .insert(request_id_header.clone(), request_id.header_value());
-        // reqwest keeps a per-request timeout in the request's extension map:
-        // creating it costs three allocations, so an attempt whose timeout the
-        // client already applies (or that has none) goes without.
-        if timeout.is_some() && timeout != self.built_in_timeout {
-            *outgoing.timeout_mut() = timeout;
-        }
-        Some(outgoing)
-    }
-}
-
 pin_project_lite::pin_project! {
     /// The future `Intent::run` returns: the attempt loop in place, an observed
     /// intent boxed, or an intent refused before its first attempt.
@@ -315,7 +288,10 @@ where
 /// The attempts of one intent: send, classify, pause or give up, until a result.
 ///
 /// Not an `async fn`: an async fn keeps a second copy of its arguments in its
-/// future; an `async move` block uses what it captured in place.
+/// future; an `async move` block uses what it captured in place. Everything between
+/// the two awaits (the attempt and the pause) is a plain function, so the future
+/// keeps across each await only what that await needs: the attempt's result never
+/// shares the future with the previous attempt's, and the pause holds one result.
 #[allow(clippy::manual_async_fn)] // on purpose: see above
 fn attempt_loop<'o, T: Transport>(
     mut intent: Prepared<T>,
@@ -324,169 +300,157 @@ fn attempt_loop<'o, T: Transport>(
 ) -> impl Future<Output = Result<reqwest::Response, Error>> + Send + use<'o, T> {
     async move {
         let policy: &PolicyInner = &policy;
-        let clock = &*policy.clock;
-        let started = clock.now();
-        let deadline_limit = intent.deadline;
-        let deadline = Deadline::new(started, deadline_limit);
-        let keyed = intent.key.is_some();
-        let per_attempt_timeout = intent.per_attempt_timeout;
-        let min_attempt_window = min_attempt_window(per_attempt_timeout, deadline_limit);
-        let intent_scope = GateScope {
-            host: intent.requests.url().host_str().unwrap_or(""),
-            now: started,
-            attempt: 0,
-        };
-        for gate in &policy.gates {
-            gate.intent_started(&intent_scope);
+        let started = policy.clock.now();
+        let rules = LoopRules::new(policy, &intent, started, observers);
+        {
+            let scope = GateScope {
+                host: intent.requests.url().host_str().unwrap_or(""),
+                now: started,
+                attempt: 0,
+            };
+            for gate in &policy.gates {
+                gate.intent_started(&scope);
+            }
         }
-
         let mut state = LoopState {
             log: AttemptLog::new(intent.key.take()),
-            clock,
+            clock: &*policy.clock,
             may_have_applied: false,
             started,
             rng: None,
             previous_delay: None,
         };
-        // The previous attempt's result and Retry-After, kept through the pause so
-        // that a give-up at the start of the next attempt can still report them.
-        let mut previous: Option<(LastResult, Option<Duration>)> = None;
-        let mut attempt: u32 = 0;
+        let mut attempt = Attempt {
+            number: 1,
+            started,
+            request_id: RequestId::generate(),
+        };
+        let mut outgoing = match intent.next_request(&rules, &attempt) {
+            Ok(outgoing) => outgoing,
+            Err(why) => return Err(state.give_up(why, LastResult::Nothing, None)),
+        };
         loop {
-            attempt += 1;
-            let attempt_started = if attempt == 1 { started } else { clock.now() };
-            let timeout = deadline.attempt_timeout(attempt_started, per_attempt_timeout);
-            if timeout == Some(Duration::ZERO) {
-                // The pause overran the deadline (timer granularity).
-                let (last, retry_after) = previous.take().unwrap_or((LastResult::Nothing, None));
-                return Err(state.give_up(GiveUpReason::DeadlineExceeded, last, retry_after));
-            }
-            let request_id = RequestId::generate();
-            // Built and handed to the transport inside this block, so that the request
-            // is not kept in the loop's future while the attempt is in flight.
-            let sending = {
-                let Some(outgoing) =
-                    intent.next_request(&policy.request_id_header, request_id, timeout)
-                else {
-                    let (last, retry_after) =
-                        previous.take().unwrap_or((LastResult::Nothing, None));
-                    return Err(state.give_up(GiveUpReason::BodyNotReplayable, last, retry_after));
+            // In a block: what the attempt borrows is not kept through the pause.
+            let (span, result) = {
+                let span = telemetry::attempt_span(
+                    &intent.method,
+                    intent.requests.url(),
+                    attempt.number,
+                    attempt.request_id,
+                    &policy.redact_query_params,
+                );
+                let mut sending = std::pin::pin!(intent.transport.send(outgoing).instrument(span));
+                let result = sending.as_mut().await;
+                (sending.span().clone(), result)
+            };
+            let (delay, last, retry_after) =
+                match state.after_attempt(&rules, &intent, &attempt, span, result) {
+                    AfterAttempt::Finish(result) => return result,
+                    AfterAttempt::Pause {
+                        delay,
+                        last,
+                        retry_after,
+                    } => (delay, last, retry_after),
                 };
-                intent.transport.send(outgoing)
-            };
-            drop(previous.take());
-            let url = intent.requests.url();
-            let attempt_span = telemetry::attempt_span(
-                &intent.method,
-                url,
-                attempt,
-                request_id,
-                &policy.redact_query_params,
-            );
-            let result = sending.instrument(attempt_span.clone()).await;
-            let attempt_ended = clock.now();
-            let verdict = classify_attempt(
-                policy,
-                &attempt_span,
-                &intent.method,
-                url,
-                attempt,
-                keyed,
-                &result,
-            );
-            drop(attempt_span); // the attempt span ends here, not after the pause
-            if verdict.may_have_applied() {
-                state.may_have_applied = true;
-            }
-            state.log.push(AttemptRecord {
-                number: attempt,
-                request_id,
-                outcome: verdict.outcome,
-                duration: attempt_ended.saturating_duration_since(attempt_started),
-                delay_after: None,
-            });
-            let scope = GateScope {
-                host: url.host_str().unwrap_or(""),
-                now: attempt_ended,
-                attempt,
-            };
-            for gate in &policy.gates {
-                gate.attempt_finished(&scope, &verdict.outcome, verdict.transient);
-            }
-            state.tell_observers(observers, &intent.method, url, verdict.retry());
-            let retry = verdict.retry();
-            let retry_after = verdict.retry_after;
-            let last = match result {
-                Ok(response) if !retry => return Ok(state.succeed(response)),
-                Ok(response) => LastResult::Response(response),
-                Err(TransportError::Reqwest(error)) if error.is_builder() => {
-                    let last = LastResult::Transport(error);
-                    return Err(state.give_up(GiveUpReason::InvalidRequest, last, None));
-                }
-                Err(error) if !retry => {
-                    let last = LastResult::from(error);
-                    return Err(state.give_up(GiveUpReason::NotRetryable, last, None));
-                }
-                Err(error) => LastResult::from(error),
-            };
-            // With no attempt left, running out of attempts is the reason, not the body.
-            if !intent.replayable && attempt < policy.max_attempts {
-                return Err(state.give_up(GiveUpReason::BodyNotReplayable, last, retry_after));
-            }
-
-            // No jitter drawn (nor seeded sequence advanced) when no retry can follow.
-            let backoff = if attempt < policy.max_attempts {
-                let rng = state
-                    .rng
-                    .get_or_insert_with(|| Box::new(policy.intent_rng()));
-                policy.backoff.delay(attempt - 1, state.previous_delay, rng)
-            } else {
-                Duration::ZERO
-            };
-            let facts = Facts {
-                attempts_made: attempt,
-                max_attempts: policy.max_attempts,
-                remaining: deadline.remaining(clock.now()),
-                retry_after,
-                retry_after_ceiling: policy.retry_after_ceiling,
-                backoff,
-                conflict_floor: verdict.conflict.then_some(policy.conflict_delay),
-                min_attempt_window,
-            };
-            let (delay, reason) = match next_step(facts) {
-                NextStep::GiveUp(why) => {
-                    return Err(state.give_up(give_up_reason(why), last, retry_after))
-                }
-                NextStep::Wait(delay, reason) => (delay, reason),
-            };
-            let cause = if verdict.conflict {
-                RetryCause::Conflict
-            } else {
-                RetryCause::Transient
-            };
-            let scope = GateScope {
-                now: clock.now(),
-                ..scope
-            };
-            if !policy
-                .gates
-                .iter()
-                .all(|gate| gate.allow_retry(&scope, cause))
-            {
-                tracing::warn!(attempt, "retry budget exhausted; not retrying");
-                return Err(state.give_up(GiveUpReason::BudgetExhausted, last, retry_after));
-            }
-            previous = Some((last, retry_after));
-            state.log.set_last_delay(delay, reason);
-            state.previous_delay = Some(backoff);
-            tracing::info!(
-                attempt,
-                delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-                reason = reason.as_str(),
-                "transient failure; retrying"
-            );
             policy.sleeper.sleep(delay).await;
+            attempt = Attempt {
+                number: attempt.number + 1,
+                started: state.clock.now(),
+                request_id: RequestId::generate(),
+            };
+            // A give-up before the next attempt still reports the previous result.
+            outgoing = match intent.next_request(&rules, &attempt) {
+                Ok(outgoing) => outgoing,
+                Err(why) => return Err(state.give_up(why, *last, retry_after)),
+            };
         }
+    }
+}
+
+/// What the loop applies to every attempt, fixed when the intent starts.
+struct LoopRules<'a> {
+    policy: &'a PolicyInner,
+    observers: &'a [Arc<dyn IntentObserver>],
+    deadline: Deadline,
+    per_attempt_timeout: Option<Duration>,
+    /// The shortest time worth starting an attempt in (see `decision`).
+    min_attempt_window: Duration,
+    keyed: bool,
+}
+
+impl<'a> LoopRules<'a> {
+    fn new<T>(
+        policy: &'a PolicyInner,
+        intent: &Prepared<T>,
+        started: Instant,
+        observers: &'a [Arc<dyn IntentObserver>],
+    ) -> Self {
+        Self {
+            policy,
+            observers,
+            deadline: Deadline::new(started, intent.deadline),
+            per_attempt_timeout: intent.per_attempt_timeout,
+            min_attempt_window: min_attempt_window(intent.per_attempt_timeout, intent.deadline),
+            keyed: intent.key.is_some(),
+        }
+    }
+}
+
+/// One attempt's identity: its number, when it started, its request id.
+struct Attempt {
+    number: u32,
+    started: Instant,
+    request_id: RequestId,
+}
+
+/// What the loop does once an attempt is classified.
+enum AfterAttempt {
+    /// The intent is over: the caller's result.
+    Finish(Result<reqwest::Response, Error>),
+    /// Pause, then try again. `last` is what the caller gets if the next attempt
+    /// cannot start; boxed, so that only a retry pays for keeping it (a response
+    /// is 136 bytes the future would otherwise always hold).
+    Pause {
+        delay: Duration,
+        last: Box<LastResult>,
+        retry_after: Option<Duration>,
+    },
+}
+
+impl<T> Prepared<T> {
+    /// The request for `attempt`, with its request id and its timeout clipped to
+    /// the time left; or why no attempt can start (the pause overran the deadline,
+    /// or a body that cannot be replayed was already sent).
+    fn next_request(
+        &mut self,
+        rules: &LoopRules<'_>,
+        attempt: &Attempt,
+    ) -> Result<reqwest::Request, GiveUpReason> {
+        let timeout = rules
+            .deadline
+            .attempt_timeout(attempt.started, rules.per_attempt_timeout);
+        if timeout == Some(Duration::ZERO) {
+            // The pause overran the deadline (timer granularity).
+            return Err(GiveUpReason::DeadlineExceeded);
+        }
+        let mut outgoing = self
+            .requests
+            .next()
+            .ok_or(GiveUpReason::BodyNotReplayable)?;
+        if let Some(factory) = &self.body_factory {
+            *outgoing.body_mut() = Some(factory());
+        }
+        outgoing.headers_mut().insert(
+            rules.policy.request_id_header.clone(),
+            attempt.request_id.header_value(),
+        );
+        // reqwest keeps a per-request timeout in the request's extension map:
+        // creating it costs three allocations, so an attempt whose timeout the
+        // client already applies (or that has none) goes without.
+        if timeout.is_some() && timeout != self.built_in_timeout {
+            *outgoing.timeout_mut() = timeout;
+        }
+        Ok(outgoing)
     }
 }
 
@@ -513,6 +477,136 @@ struct LoopState<'p> {
 }
 
 impl LoopState<'_> {
+    /// Logs and classifies the attempt just made, tells the gates and observers,
+    /// and decides: the caller's result, or a pause before one more attempt.
+    fn after_attempt<T>(
+        &mut self,
+        rules: &LoopRules<'_>,
+        intent: &Prepared<T>,
+        attempt: &Attempt,
+        span: tracing::Span,
+        result: Result<reqwest::Response, TransportError>,
+    ) -> AfterAttempt {
+        let policy = rules.policy;
+        let url = intent.requests.url();
+        let ended = self.clock.now();
+        let verdict = classify_attempt(
+            policy,
+            &span,
+            &intent.method,
+            url,
+            attempt.number,
+            rules.keyed,
+            &result,
+        );
+        drop(span); // the attempt span ends here, not after the pause
+        if verdict.may_have_applied() {
+            self.may_have_applied = true;
+        }
+        self.log.push(AttemptRecord {
+            number: attempt.number,
+            request_id: attempt.request_id,
+            outcome: verdict.outcome,
+            duration: ended.saturating_duration_since(attempt.started),
+            delay_after: None,
+        });
+        let scope = GateScope {
+            host: url.host_str().unwrap_or(""),
+            now: ended,
+            attempt: attempt.number,
+        };
+        for gate in &policy.gates {
+            gate.attempt_finished(&scope, &verdict.outcome, verdict.transient);
+        }
+        let retry = verdict.retry();
+        self.tell_observers(rules.observers, &intent.method, url, retry);
+        let retry_after = verdict.retry_after;
+        let last = match result {
+            Ok(response) if !retry => return AfterAttempt::Finish(Ok(self.succeed(response))),
+            Ok(response) => LastResult::Response(response),
+            Err(TransportError::Reqwest(error)) if error.is_builder() => {
+                let last = LastResult::Transport(error);
+                return self.finish(GiveUpReason::InvalidRequest, last, None);
+            }
+            Err(error) if !retry => {
+                return self.finish(GiveUpReason::NotRetryable, LastResult::from(error), None)
+            }
+            Err(error) => LastResult::from(error),
+        };
+        // With no attempt left, running out of attempts is the reason, not the body.
+        if !intent.replayable && attempt.number < policy.max_attempts {
+            return self.finish(GiveUpReason::BodyNotReplayable, last, retry_after);
+        }
+
+        // No jitter drawn (nor seeded sequence advanced) when no retry can follow.
+        let backoff = if attempt.number < policy.max_attempts {
+            let rng = self
+                .rng
+                .get_or_insert_with(|| Box::new(policy.intent_rng()));
+            policy
+                .backoff
+                .delay(attempt.number - 1, self.previous_delay, rng)
+        } else {
+            Duration::ZERO
+        };
+        let facts = Facts {
+            attempts_made: attempt.number,
+            max_attempts: policy.max_attempts,
+            remaining: rules.deadline.remaining(self.clock.now()),
+            retry_after,
+            retry_after_ceiling: policy.retry_after_ceiling,
+            backoff,
+            conflict_floor: verdict.conflict.then_some(policy.conflict_delay),
+            min_attempt_window: rules.min_attempt_window,
+        };
+        let (delay, reason) = match next_step(facts) {
+            NextStep::GiveUp(why) => return self.finish(give_up_reason(why), last, retry_after),
+            NextStep::Wait(delay, reason) => (delay, reason),
+        };
+        let cause = if verdict.conflict {
+            RetryCause::Conflict
+        } else {
+            RetryCause::Transient
+        };
+        let scope = GateScope {
+            now: self.clock.now(),
+            ..scope
+        };
+        if !policy
+            .gates
+            .iter()
+            .all(|gate| gate.allow_retry(&scope, cause))
+        {
+            tracing::warn!(
+                attempt = attempt.number,
+                "retry budget exhausted; not retrying"
+            );
+            return self.finish(GiveUpReason::BudgetExhausted, last, retry_after);
+        }
+        self.log.set_last_delay(delay, reason);
+        self.previous_delay = Some(backoff);
+        tracing::info!(
+            attempt = attempt.number,
+            delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+            reason = reason.as_str(),
+            "transient failure; retrying"
+        );
+        AfterAttempt::Pause {
+            delay,
+            last: Box::new(last),
+            retry_after,
+        }
+    }
+
+    fn finish(
+        &mut self,
+        reason: GiveUpReason,
+        last: LastResult,
+        retry_after: Option<Duration>,
+    ) -> AfterAttempt {
+        AfterAttempt::Finish(Err(self.give_up(reason, last, retry_after)))
+    }
+
     /// Tells the observers about the attempt just logged.
     fn tell_observers(
         &self,
