@@ -1,4 +1,5 @@
-//! The five clients compared, built with comparable settings, behind one `get`.
+//! The five clients compared and the reference rows, built with comparable
+//! settings, behind one `get`.
 //!
 //! Every one is a reqwest 0.13 `Client` from the same builder settings (no proxy,
 //! same pool, `TCP_NODELAY`). reqwest's own retry layer is turned off with
@@ -14,6 +15,8 @@ use reqwest::StatusCode;
 use reqwest_resilience::{Backoff, ResilientClient, RetryPolicy, RetryPolicyBuilder};
 use reqwest_retry::policies::ExponentialBackoff;
 use reqwest_retry::{Jitter, RetryTransientMiddleware};
+
+use crate::floor;
 
 /// Backoff settings shared by every peer that has them.
 pub const BASE: Duration = Duration::from_millis(10);
@@ -33,6 +36,13 @@ pub enum Peer {
     /// ([`DEFAULT_ATTEMPT_TIMEOUT`]): what a careful user pays for the same
     /// protection without the crate (a reference row; not in `ALL`).
     BareTimeout,
+    /// Bare reqwest doing by hand, as cheaply as possible, what reqwest-resilience's
+    /// defaults must do on a successful single-attempt GET: the attempt timeout as
+    /// the client's timeout, a hand copy of the request kept, a fresh UUID
+    /// `x-request-id`, one response extension (see [`crate::floor::defaults_by_hand`]).
+    /// Shows how much of the crate's overhead its defaults account for (a reference
+    /// row; not in `ALL`).
+    Floor,
 }
 
 /// The attempt timeout reqwest-resilience sets on every attempt by default.
@@ -47,9 +57,9 @@ impl Peer {
         Peer::Backon,
     ];
 
-    /// The reference rows P1 and P2 add after the peers: the careful bare user, and
-    /// the crate without its timer.
-    pub const REFERENCES: [Peer; 2] = [Peer::BareTimeout, Peer::ResilientNoTimer];
+    /// The reference rows P1 and P2 add after the peers: the careful bare user, the
+    /// defaults' work done by hand on bare reqwest, and the crate without its timer.
+    pub const REFERENCES: [Peer; 3] = [Peer::BareTimeout, Peer::Floor, Peer::ResilientNoTimer];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -60,6 +70,7 @@ impl Peer {
             Peer::Backon => "backon 1 + reqwest",
             Peer::ResilientNoTimer => "(reference) reqwest-resilience, no deadline/timeout",
             Peer::BareTimeout => "(reference) bare reqwest 0.13 + 10 s request timeout",
+            Peer::Floor => "(reference) floor: bare reqwest 0.13 doing the defaults' work by hand",
         }
     }
 
@@ -72,6 +83,7 @@ impl Peer {
             Peer::Backon => "backon",
             Peer::ResilientNoTimer => "resilience-no-timer",
             Peer::BareTimeout => "bare-timeout",
+            Peer::Floor => "floor",
         }
     }
 
@@ -85,6 +97,7 @@ impl Peer {
             Peer::Backon => &["backon", "+ reqwest"],
             Peer::ResilientNoTimer => &["reqwest-resilience", "no timer"],
             Peer::BareTimeout => &["bare reqwest", "+ 10 s timeout"],
+            Peer::Floor => &["bare reqwest", "defaults by hand"],
         }
     }
 
@@ -102,6 +115,10 @@ impl Peer {
                 "as reqwest-resilience, with `no_deadline().no_attempt_timeout()`"
             }
             Peer::BareTimeout => "no retries; `RequestBuilder::timeout(10 s)` on every request",
+            Peer::Floor => {
+                "no retries; `ClientBuilder::timeout(10 s)`, a hand copy of the request \
+                 kept, a fresh UUID `x-request-id`, one response extension"
+            }
         }
     }
 }
@@ -152,6 +169,9 @@ pub enum Client {
         client: reqwest::Client,
         backoff: ExponentialBuilder,
     },
+    /// Bare reqwest with the attempt timeout as its client-level timeout, driven by
+    /// [`floor::defaults_by_hand`].
+    Floor(reqwest::Client),
 }
 
 /// The settings every reqwest client gets.
@@ -163,12 +183,14 @@ fn common(builder: reqwest::ClientBuilder) -> reqwest::ClientBuilder {
         .pool_idle_timeout(Duration::from_secs(90))
 }
 
+/// A reqwest client builder with the common settings and reqwest's retry layer off.
+pub fn bare_reqwest_builder() -> reqwest::ClientBuilder {
+    common(reqwest::Client::builder()).retry(reqwest::retry::never())
+}
+
 /// A reqwest client with the common settings and reqwest's retry layer off.
 pub fn bare_reqwest() -> reqwest::Client {
-    common(reqwest::Client::builder())
-        .retry(reqwest::retry::never())
-        .build()
-        .expect("reqwest client")
+    bare_reqwest_builder().build().expect("reqwest client")
 }
 
 fn transient(status: StatusCode) -> bool {
@@ -200,6 +222,14 @@ pub fn build(peer: Peer, settings: Settings) -> Arc<Client> {
             client: bare_reqwest(),
             timeout: Some(DEFAULT_ATTEMPT_TIMEOUT),
         },
+        // As reqwest-resilience applies its attempt timeout: on the client, not on
+        // each request (which would cost the request an extension map).
+        Peer::Floor => Client::Floor(
+            bare_reqwest_builder()
+                .timeout(DEFAULT_ATTEMPT_TIMEOUT)
+                .build()
+                .expect("reqwest client"),
+        ),
         Peer::Resilient | Peer::ResilientNoTimer => {
             let builder = resilient_policy_builder(settings.max_attempts, settings.budget);
             let policy = if peer == Peer::ResilientNoTimer {
@@ -328,6 +358,7 @@ impl Client {
                     }
                 }
             }
+            Client::Floor(client) => floor::defaults_by_hand(client, url).await,
             Client::ReqwestRetry(client) => match client.get(url).send().await {
                 Ok(response) => drain(response).await,
                 Err(_) => Outcome { status: None },

@@ -29,10 +29,11 @@ use reqwest_resilience_bench::server::Server;
 static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 /// The clients in table order: bare first (the baseline), the careful bare user,
-/// the peers, then ours and its reference row.
-const PEERS: [Peer; 7] = [
+/// the defaults' work by hand (the floor), the peers, then ours and its reference row.
+const PEERS: [Peer; 8] = [
     Peer::Bare,
     Peer::BareTimeout,
+    Peer::Floor,
     Peer::Builtin,
     Peer::Backon,
     Peer::ReqwestRetry,

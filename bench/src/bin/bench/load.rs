@@ -8,7 +8,8 @@ use reqwest::StatusCode;
 use reqwest_resilience_bench::peers::{self, Client, Peer, Settings};
 
 /// Every peer, then the reference rows: bare reqwest with the crate's default
-/// attempt timeout (the careful user), and the crate without its timer.
+/// attempt timeout (the careful user), bare reqwest doing the defaults' work by
+/// hand (the floor), and the crate without its timer.
 pub fn build_all_with_reference(settings: Settings) -> Vec<(Peer, Arc<Client>)> {
     let mut clients = build_all(settings);
     for reference in Peer::REFERENCES {

@@ -52,8 +52,8 @@ use plan::Plan;
 use report::{summary_line, Report};
 
 const USAGE: &str = "usage: bench [--quick] [--write] [--only p1,p2,…,p8] \
-                     [--profile bare|bare-timeout|resilience|resilience-no-timer|\
-                     reqwest-retry|builtin|backon N]";
+                     [--profile bare|bare-timeout|floor|resilience|\
+                     resilience-no-timer|reqwest-retry|builtin|backon N]";
 
 struct Args {
     quick: bool,
