@@ -179,7 +179,8 @@ impl ResilientClient {
     /// Starts a request with any method.
     pub fn request<U: IntoUrl>(&self, method: Method, url: U) -> RequestBuilder {
         RequestBuilder {
-            client: self.clone(),
+            policy: self.policy.clone(),
+            built_in_timeout: self.built_in_timeout,
             inner: self.http.request(method, url),
             options: IntentOptions::new(),
             body_factory: None,
@@ -222,7 +223,8 @@ impl ResilientClient {
     /// As [`RequestBuilder::send`].
     pub async fn execute(&self, request: reqwest::Request) -> Result<reqwest::Response, Error> {
         RequestBuilder {
-            client: self.clone(),
+            policy: self.policy.clone(),
+            built_in_timeout: self.built_in_timeout,
             inner: reqwest::RequestBuilder::from_parts(self.http.clone(), request),
             options: IntentOptions::new(),
             body_factory: None,
@@ -250,7 +252,9 @@ impl fmt::Debug for ResilientClient {
 /// mirrored here is reachable through [`RequestBuilder::map_request`].
 #[must_use = "a RequestBuilder does nothing until you send() it"]
 pub struct RequestBuilder {
-    client: ResilientClient,
+    policy: RetryPolicy,
+    /// As [`ResilientClient`]'s. The reqwest client itself travels in `inner`.
+    built_in_timeout: Option<Duration>,
     inner: reqwest::RequestBuilder,
     options: IntentOptions,
     body_factory: Option<BodyFactory>,
@@ -409,30 +413,29 @@ impl RequestBuilder {
     /// deciding what to do next.
     pub fn send(self) -> impl Future<Output = Result<reqwest::Response, Error>> + Send + 'static {
         let RequestBuilder {
-            client,
+            policy,
+            built_in_timeout,
             inner,
             options,
             body_factory,
         } = self;
         // Everything that needs no waiting is decided here, so that the future holds
         // the intent once (not the builder as well).
-        let intent = inner
-            .build()
-            .map_err(Error::invalid_request)
-            .and_then(|request| {
-                let policy = client.policy.inner;
-                let resolved = options.resolve(&policy, &request)?;
-                Ok(Intent {
-                    transport: client.http,
-                    built_in_timeout: client.built_in_timeout,
-                    policy,
-                    request,
-                    body_factory,
-                    key: resolved.key,
-                    deadline: resolved.deadline,
-                    observers: resolved.observers,
-                })
-            });
+        let (http, request) = inner.build_split();
+        let intent = request.map_err(Error::invalid_request).and_then(|request| {
+            let policy = policy.inner;
+            let resolved = options.resolve(&policy, &request)?;
+            Ok(Intent {
+                transport: http,
+                built_in_timeout,
+                policy,
+                request,
+                body_factory,
+                key: resolved.key,
+                deadline: resolved.deadline,
+                observers: resolved.observers,
+            })
+        });
         intent::start(intent)
     }
 }
