@@ -307,9 +307,9 @@ fn poll_observed<F: Future>(intent: &mut Pin<Box<F>>, cx: &mut Context<'_>) -> P
 ///
 /// Not an `async fn`: an async fn keeps a second copy of its arguments in its
 /// future; an `async move` block uses what it captured in place. Everything between
-/// the two awaits (the attempt and the pause) is a plain function, so the future
-/// keeps across each await only what that await needs: the attempt's result never
-/// shares the future with the previous attempt's, and the pause holds one result.
+/// the two awaits (the attempt and the pause) is plain functions, called in blocks,
+/// so the future keeps across each await only what that await needs: an attempt in
+/// flight holds no result, and the pause holds one boxed result (`Previous`).
 #[allow(clippy::manual_async_fn)] // on purpose: see above
 fn attempt_loop<'o, T: Transport>(
     mut intent: Prepared<T>,
@@ -343,43 +343,55 @@ fn attempt_loop<'o, T: Transport>(
             started,
             request_id: RequestId::generate(),
         };
-        let mut outgoing = match intent.next_request(&rules, &attempt) {
-            Ok(outgoing) => outgoing,
-            Err(why) => return Err(state.give_up(why, LastResult::Nothing, None)),
-        };
+        // The result of the attempt before a pause: what the caller gets if the
+        // next attempt cannot start. Boxed, so that only a retry pays for keeping it.
+        let mut previous: Option<Box<Previous>> = None;
         loop {
-            // In a block: what the attempt borrows is not kept through the pause.
-            let (span, result) = {
-                let span = telemetry::attempt_span(
-                    &intent.method,
-                    intent.requests.url(),
-                    attempt.number,
-                    attempt.request_id,
-                    &policy.redact_query_params,
-                );
-                let mut sending = std::pin::pin!(intent.transport.send(outgoing).instrument(span));
-                let result = sending.as_mut().await;
-                (sending.span().clone(), result)
-            };
-            let (delay, last, retry_after) =
-                match state.after_attempt(&rules, &intent, &attempt, span, result) {
-                    AfterAttempt::Finish(result) => return result,
-                    AfterAttempt::Pause {
-                        delay,
-                        last,
-                        retry_after,
-                    } => (delay, last, retry_after),
+            // In blocks: what the attempt and its result borrow is not kept through
+            // the pause.
+            let delay = {
+                let (span, result) = {
+                    let span = telemetry::attempt_span(
+                        &intent.method,
+                        intent.requests.url(),
+                        attempt.number,
+                        attempt.request_id,
+                        &policy.redact_query_params,
+                    );
+                    let sending = match intent.send_attempt(&rules, &attempt) {
+                        Ok(sending) => sending,
+                        Err(why) => {
+                            let Previous { last, retry_after } =
+                                previous.map_or_else(Previous::nothing, |previous| *previous);
+                            return Err(state.give_up(why, last, retry_after));
+                        }
+                    };
+                    drop(previous.take());
+                    let mut sending = std::pin::pin!(sending.instrument(span));
+                    let result = sending.as_mut().await;
+                    (sending.span().clone(), result)
                 };
+                let verdict = state.record_attempt(&rules, &intent, &attempt, span, &result);
+                let result = match result {
+                    Ok(mut response) if !verdict.retry() => {
+                        state.attach_log(&mut response);
+                        return Ok(response);
+                    }
+                    not_final => not_final,
+                };
+                match state.after_failure(&rules, &intent, &attempt, &verdict, result) {
+                    AfterAttempt::Finish(result) => return result,
+                    AfterAttempt::Pause { delay, last } => {
+                        previous = Some(last);
+                        delay
+                    }
+                }
+            };
             policy.sleeper.sleep(delay).await;
             attempt = Attempt {
                 number: attempt.number + 1,
                 started: state.clock.now(),
                 request_id: RequestId::generate(),
-            };
-            // A give-up before the next attempt still reports the previous result.
-            outgoing = match intent.next_request(&rules, &attempt) {
-                Ok(outgoing) => outgoing,
-                Err(why) => return Err(state.give_up(why, *last, retry_after)),
             };
         }
     }
@@ -425,25 +437,43 @@ struct Attempt {
 enum AfterAttempt {
     /// The intent is over: the caller's result.
     Finish(Result<reqwest::Response, Error>),
-    /// Pause, then try again. `last` is what the caller gets if the next attempt
-    /// cannot start; boxed, so that only a retry pays for keeping it (a response
-    /// is 136 bytes the future would otherwise always hold).
+    /// Pause, then try again; `last` is reported if the next attempt cannot start.
     Pause {
         delay: Duration,
-        last: Box<LastResult>,
-        retry_after: Option<Duration>,
+        last: Box<Previous>,
     },
 }
 
-impl<T> Prepared<T> {
-    /// The request for `attempt`, with its request id and its timeout clipped to
-    /// the time left; or why no attempt can start (the pause overran the deadline,
-    /// or a body that cannot be replayed was already sent).
-    fn next_request(
+/// An attempt's result, kept through the pause after it.
+struct Previous {
+    last: LastResult,
+    retry_after: Option<Duration>,
+}
+
+impl Previous {
+    /// Before the first attempt.
+    fn nothing() -> Self {
+        Self {
+            last: LastResult::Nothing,
+            retry_after: None,
+        }
+    }
+}
+
+impl<T: Transport> Prepared<T> {
+    /// Sends `attempt`'s request (with its request id, and its timeout clipped to
+    /// the time left) and returns the transport's future; or why no attempt can
+    /// start (the pause overran the deadline, or a body that cannot be replayed was
+    /// already sent). The request goes from its copy to the transport in this one
+    /// function: a request is 264 bytes, and every hand-over is a copy of them.
+    fn send_attempt(
         &mut self,
         rules: &LoopRules<'_>,
         attempt: &Attempt,
-    ) -> Result<reqwest::Request, GiveUpReason> {
+    ) -> Result<
+        impl Future<Output = Result<reqwest::Response, TransportError>> + Send + '_,
+        GiveUpReason,
+    > {
         let timeout = rules
             .deadline
             .attempt_timeout(attempt.started, rules.per_attempt_timeout);
@@ -468,7 +498,7 @@ impl<T> Prepared<T> {
         if timeout.is_some() && timeout != self.built_in_timeout {
             *outgoing.timeout_mut() = timeout;
         }
-        Ok(outgoing)
+        Ok(self.transport.send(outgoing))
     }
 }
 
@@ -495,16 +525,16 @@ struct LoopState<'p> {
 }
 
 impl LoopState<'_> {
-    /// Logs and classifies the attempt just made, tells the gates and observers,
-    /// and decides: the caller's result, or a pause before one more attempt.
-    fn after_attempt<T>(
+    /// Classifies and logs the attempt just made, and tells the gates and observers.
+    /// Takes the result by reference: a response the caller gets is moved once.
+    fn record_attempt<T>(
         &mut self,
         rules: &LoopRules<'_>,
         intent: &Prepared<T>,
         attempt: &Attempt,
         span: tracing::Span,
-        result: Result<reqwest::Response, TransportError>,
-    ) -> AfterAttempt {
+        result: &Result<reqwest::Response, TransportError>,
+    ) -> Verdict {
         let policy = rules.policy;
         let url = intent.requests.url();
         let ended = self.clock.now();
@@ -515,7 +545,7 @@ impl LoopState<'_> {
             url,
             attempt.number,
             rules.keyed,
-            &result,
+            result,
         );
         drop(span); // the attempt span ends here, not after the pause
         if verdict.may_have_applied() {
@@ -536,16 +566,12 @@ impl LoopState<'_> {
         for gate in &policy.gates {
             gate.attempt_finished(&scope, &verdict.outcome, verdict.transient);
         }
-        let retry = verdict.retry();
-        self.tell_observers(rules.observers, &intent.method, url, retry);
-        match result {
-            Ok(response) if !retry => AfterAttempt::Finish(Ok(self.succeed(response))),
-            result => self.after_failure(rules, intent, attempt, &verdict, result),
-        }
+        self.tell_observers(rules.observers, &intent.method, url, verdict.retry());
+        verdict
     }
 
-    /// `after_attempt` for an attempt that did not end the intent with a response:
-    /// give up, or plan the pause. Cold and out of line (see [`observed`]).
+    /// After an attempt that did not end the intent with a response: give up, or
+    /// plan the pause. Cold and out of line (see [`observed`]).
     #[cold]
     #[inline(never)]
     fn after_failure<T>(
@@ -560,7 +586,10 @@ impl LoopState<'_> {
         let retry = verdict.retry();
         let retry_after = verdict.retry_after;
         let last = match result {
-            Ok(response) if !retry => return AfterAttempt::Finish(Ok(self.succeed(response))),
+            Ok(mut response) if !retry => {
+                self.attach_log(&mut response);
+                return AfterAttempt::Finish(Ok(response));
+            }
             Ok(response) => LastResult::Response(response),
             Err(TransportError::Reqwest(error)) if error.is_builder() => {
                 let last = LastResult::Transport(error);
@@ -632,8 +661,7 @@ impl LoopState<'_> {
         );
         AfterAttempt::Pause {
             delay,
-            last: Box::new(last),
-            retry_after,
+            last: Box::new(Previous { last, retry_after }),
         }
     }
 
@@ -699,7 +727,8 @@ impl LoopState<'_> {
         Error::give_up(reason, last, context)
     }
 
-    fn succeed(&mut self, mut response: reqwest::Response) -> reqwest::Response {
+    /// The intent ends with `response`: the attempt log goes with it.
+    fn attach_log(&mut self, response: &mut reqwest::Response) {
         // The intent span is at INFO: with INFO off everywhere (one atomic load),
         // there is no span to look up.
         if tracing::level_enabled!(tracing::Level::INFO) {
@@ -710,7 +739,6 @@ impl LoopState<'_> {
         response
             .extensions_mut()
             .insert(std::mem::take(&mut self.log));
-        response
     }
 }
 
