@@ -42,12 +42,14 @@ pub async fn run(server: &Server, plan: &Plan, report: &mut Report) {
         }
     }
     let mut rows = Vec::new();
-    let mut ours = (f64::NAN, f64::NAN);
+    let (mut ours, mut floor) = ((f64::NAN, f64::NAN), f64::NAN);
     for (i, (peer, _)) in clients.iter().enumerate() {
         let ratios: Vec<f64> = rps[i].iter().zip(&rps[0]).map(|(p, b)| p / b).collect();
         let cpu_ratios: Vec<f64> = cpu[i].iter().zip(&cpu[0]).map(|(p, b)| p / b).collect();
-        if *peer == Peer::Resilient {
-            ours = (median(&ratios), median(&cpu_ratios));
+        match peer {
+            Peer::Resilient => ours = (median(&ratios), median(&cpu_ratios)),
+            Peer::Floor => floor = median(&ratios),
+            _ => {}
         }
         rows.push(vec![
             peer.name().to_owned(),
@@ -84,7 +86,10 @@ pub async fn run(server: &Server, plan: &Plan, report: &mut Report) {
     report.target(
         "P2",
         "≥ 0.97× bare (req/s)".into(),
-        format!("{:.3}× (client CPU per request {:.3}×)", ours.0, ours.1),
+        format!(
+            "{:.3}× (client CPU per request {:.3}×); the floor row: {floor:.3}×",
+            ours.0, ours.1
+        ),
         ours.0 >= 0.97,
     );
 }
