@@ -570,8 +570,9 @@ impl LoopState<'_> {
         verdict
     }
 
-    /// After an attempt that did not end the intent with a response: give up, or
-    /// plan the pause. Cold and out of line (see [`observed`]).
+    /// After an attempt that failed or asks for a retry: give up, or plan the pause.
+    /// (The loop hands a final response back itself; one here is handed back too.)
+    /// Cold and out of line (see [`observed`]).
     #[cold]
     #[inline(never)]
     fn after_failure<T>(

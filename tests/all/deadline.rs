@@ -207,3 +207,57 @@ async fn a_client_brought_by_the_caller_still_gets_each_attempts_timeout() {
     assert!(started.elapsed() < Duration::from_secs(4));
     assert_eq!(received(&server).await.len(), 2);
 }
+
+/// A sleeper whose pauses overrun: each advances the virtual clock by what was asked
+/// plus `over` (a suspended process, a coarse timer).
+struct Oversleeper {
+    clock: VirtualClock,
+    over: Duration,
+}
+
+impl reqwest_resilience::Sleeper for Oversleeper {
+    fn sleep(&self, duration: Duration) -> reqwest_resilience::Sleep {
+        self.clock.advance(duration + self.over);
+        Box::pin(std::future::ready(()))
+    }
+}
+
+#[tokio::test]
+async fn a_pause_that_overran_the_deadline_ends_the_intent_with_the_previous_result() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(503).insert_header("x-attempt", "first"))
+        .mount(&server)
+        .await;
+    let clock = VirtualClock::new();
+    let policy = RetryPolicy::builder()
+        .sleeper(Oversleeper {
+            clock: clock.clone(),
+            over: Duration::from_secs(5),
+        })
+        .clock(clock.clone())
+        .backoff(Backoff::constant(Duration::from_millis(100)))
+        .max_attempts(5)
+        .deadline(Duration::from_secs(1))
+        .no_budget()
+        .build()
+        .unwrap();
+    let error = ResilientClient::with_policy(policy)
+        .get(server.uri())
+        .send()
+        .await
+        .unwrap_err();
+    // The pause was allowed (100 ms of 1 s) but ended 5 s later: no second attempt
+    // starts, and the caller still gets the first attempt's response.
+    assert!(error.is_deadline_exceeded(), "{error}");
+    assert_eq!(error.attempts(), 1);
+    assert_eq!(error.last_status().map(|s| s.as_u16()), Some(503));
+    let response = error.response().expect("the previous response is kept");
+    assert_eq!(response.headers()["x-attempt"], "first");
+    assert!(
+        error.elapsed() >= Duration::from_secs(5),
+        "{:?}",
+        error.elapsed()
+    );
+    assert_eq!(received(&server).await.len(), 1);
+}
