@@ -47,6 +47,35 @@ async fn spans_use_otel_names_and_never_log_the_key_the_token_or_the_body() {
             "missing {expected:?} in:\n{output}"
         );
     }
+    // Nesting: the retry decision is logged in the intent's span, each attempt's
+    // span is a child of it, and the intent's span closes with what happened.
+    let retrying = output
+        .lines()
+        .find(|line| line.contains("transient failure; retrying"))
+        .unwrap();
+    assert!(retrying.contains("intent{"), "{retrying}");
+    let attempt_closes: Vec<&str> = output
+        .lines()
+        .filter(|line| line.contains("attempt{") && line.contains("close"))
+        .collect();
+    assert_eq!(attempt_closes.len(), 2, "{output}");
+    for line in &attempt_closes {
+        assert!(
+            line.contains("intent{"),
+            "an attempt outside its intent: {line}"
+        );
+    }
+    let intent_close = output
+        .lines()
+        .find(|line| {
+            line.contains("intent{") && !line.contains("attempt{") && line.contains("close")
+        })
+        .unwrap_or_else(|| panic!("no intent close in:\n{output}"));
+    assert!(intent_close.contains("attempts=2"), "{intent_close}");
+    assert!(
+        intent_close.contains("outcome=\"response\""),
+        "{intent_close}"
+    );
     // The first attempt has no resend_count at all.
     let first_attempt_close = output
         .lines()
