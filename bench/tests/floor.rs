@@ -14,6 +14,10 @@ fn request_ids_seen(requests: usize) -> (String, std::thread::JoinHandle<Vec<Str
     let url = format!("http://{}/ok", listener.local_addr().expect("address"));
     let server = std::thread::spawn(move || {
         let (mut stream, _) = listener.accept().expect("accept");
+        // Bounded in time: a client that stops sending fails the test, never hangs it.
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .expect("read timeout");
         let mut ids = Vec::new();
         let mut pending = Vec::new();
         while ids.len() < requests {
