@@ -24,11 +24,12 @@ use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::Method;
 use reqwest::IntoUrl;
 
+use crate::deadline::DEFAULT_ATTEMPT_TIMEOUT;
 use crate::error::Error;
-use crate::intent::{self, BodyFactory, Intent};
+use crate::intent::{self, BodyFactory, Intent, Transport, TransportError};
 use crate::observer::IntentObserver;
 use crate::options::IntentOptions;
-use crate::policy::{RetryPolicy, DEFAULT_ATTEMPT_TIMEOUT};
+use crate::policy::RetryPolicy;
 
 /// The longest connect timeout a client built by this crate gets (see the module docs).
 pub const MAX_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -82,11 +83,10 @@ fn connect_timeout_for(attempt_timeout: Option<Duration>) -> Duration {
 pub struct ResilientClient {
     http: reqwest::Client,
     policy: RetryPolicy,
-    /// The total timeout `http` applies to every request by itself (clients built
-    /// by [`with_policy`](Self::with_policy)): an attempt with exactly that timeout
-    /// needs no per-request one, which reqwest keeps in an extension map that costs
-    /// allocations on every request.
-    built_in_timeout: Option<Duration>,
+    /// The total timeout `http` applies by itself to a request without one: set by
+    /// [`from_builder`](Self::from_builder), unknown (`None`) for
+    /// [`from_parts`](Self::from_parts). See `outgoing::dress`.
+    client_timeout: Option<Duration>,
 }
 
 impl ResilientClient {
@@ -118,6 +118,11 @@ impl ResilientClient {
     /// client's total timeout (so requests made through [`inner`](Self::inner) are
     /// bounded too, and attempts need no per-request timer of their own).
     ///
+    /// **The recommended way to bring your own client settings.** Any timeout the
+    /// builder had is replaced; a per-request [`RequestBuilder::timeout`] replaces
+    /// the attempt timeout for that request, and every attempt is still cut to the
+    /// time left before the deadline.
+    ///
     /// # Errors
     /// reqwest's, when the TLS backend or resolver cannot be initialised.
     pub fn from_builder(
@@ -132,20 +137,28 @@ impl ResilientClient {
             builder = builder.timeout(timeout);
         }
         Ok(Self {
-            built_in_timeout: attempt_timeout,
+            client_timeout: attempt_timeout,
             ..Self::from_parts(builder.build()?, policy)
         })
     }
 
-    /// Wraps your own client. Build it with `.retry(reqwest::retry::never())` so
+    /// Wraps a client you built yourself. Prefer
+    /// [`from_builder`](Self::from_builder), which builds it with the right
+    /// settings; with this one, build it with `.retry(reqwest::retry::never())` so
     /// retries do not stack, and with a `.connect_timeout(...)` below the policy's
     /// attempt timeout so that connects that never complete are retried safely — or
     /// start from [`ResilientClient::reqwest_builder_for`], which does both.
+    ///
+    /// The deadline and attempt timeout still rule every attempt, whatever timeout
+    /// the client has. What it costs: the crate cannot read a prebuilt client's
+    /// timeout, so every attempt carries a per-request timeout, which reqwest keeps
+    /// in an extension map — three more allocations per request than through
+    /// `from_builder` (the benchmark's P8 has a row for each).
     pub fn from_parts(http: reqwest::Client, policy: RetryPolicy) -> Self {
         Self {
             http,
             policy,
-            built_in_timeout: None,
+            client_timeout: None,
         }
     }
 
@@ -180,7 +193,7 @@ impl ResilientClient {
     pub fn request<U: IntoUrl>(&self, method: Method, url: U) -> RequestBuilder {
         RequestBuilder {
             policy: self.policy.clone(),
-            built_in_timeout: self.built_in_timeout,
+            client_timeout: self.client_timeout,
             inner: self.http.request(method, url),
             options: IntentOptions::new(),
             body_factory: None,
@@ -224,7 +237,7 @@ impl ResilientClient {
     pub async fn execute(&self, request: reqwest::Request) -> Result<reqwest::Response, Error> {
         RequestBuilder {
             policy: self.policy.clone(),
-            built_in_timeout: self.built_in_timeout,
+            client_timeout: self.client_timeout,
             inner: reqwest::RequestBuilder::from_parts(self.http.clone(), request),
             options: IntentOptions::new(),
             body_factory: None,
@@ -254,7 +267,7 @@ impl fmt::Debug for ResilientClient {
 pub struct RequestBuilder {
     policy: RetryPolicy,
     /// As [`ResilientClient`]'s. The reqwest client itself travels in `inner`.
-    built_in_timeout: Option<Duration>,
+    client_timeout: Option<Duration>,
     inner: reqwest::RequestBuilder,
     options: IntentOptions,
     body_factory: Option<BodyFactory>,
@@ -324,8 +337,9 @@ impl RequestBuilder {
         self
     }
 
-    /// Timeout of each attempt of this request (overrides the policy's; still
-    /// clipped to the time left before the deadline).
+    /// Timeout of each attempt of this request (replaces the policy's attempt
+    /// timeout, whatever the client's own; still cut to the time left before the
+    /// deadline, on every attempt).
     ///
     /// Like reqwest's own timeout it keeps running while you read the body of the
     /// response `send()` returned, so the deadline bounds a slow body too.
@@ -414,7 +428,7 @@ impl RequestBuilder {
     pub fn send(self) -> impl Future<Output = Result<reqwest::Response, Error>> + Send + 'static {
         let RequestBuilder {
             policy,
-            built_in_timeout,
+            client_timeout,
             inner,
             options,
             body_factory,
@@ -426,8 +440,10 @@ impl RequestBuilder {
             let policy = policy.inner;
             let resolved = options.resolve(&policy, &request)?;
             Ok(Intent {
-                transport: http,
-                built_in_timeout,
+                transport: ClientTransport {
+                    http,
+                    timeout: client_timeout,
+                },
                 policy,
                 request,
                 body_factory,
@@ -437,6 +453,27 @@ impl RequestBuilder {
             })
         });
         intent::start(intent)
+    }
+}
+
+/// The client an intent's attempts go through, and the timeout it applies to a
+/// request without one.
+struct ClientTransport {
+    http: reqwest::Client,
+    timeout: Option<Duration>,
+}
+
+impl Transport for ClientTransport {
+    fn send(
+        &mut self,
+        request: reqwest::Request,
+    ) -> impl Future<Output = Result<reqwest::Response, TransportError>> + Send {
+        let sending = self.http.execute(request);
+        async move { sending.await.map_err(TransportError::Reqwest) }
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        self.timeout
     }
 }
 

@@ -139,6 +139,24 @@ impl Error {
         )
     }
 
+    /// An observer's `started` was still running at the deadline: nothing was sent
+    /// by this call, but the observer may have acted (a journal may have written
+    /// the intent ahead, to resume it later), so the outcome is unknown.
+    pub(crate) fn observer_overran_deadline(log: AttemptLog, elapsed: Duration) -> Self {
+        let context = GiveUpContext {
+            log,
+            outcome_unknown: true,
+            elapsed,
+            retry_after: None,
+        };
+        Self::give_up(GiveUpReason::DeadlineExceeded, LastResult::Nothing, context)
+    }
+
+    /// An observer did not hear how the intent ended (see `intent::run_observed`).
+    pub(crate) fn mark_outcome_unknown(&mut self) {
+        self.inner.outcome_unknown = true;
+    }
+
     fn nothing_sent(reason: GiveUpReason, last: LastResult) -> Self {
         Self::give_up(reason, last, GiveUpContext::nothing_sent())
     }

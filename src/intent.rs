@@ -34,17 +34,24 @@ use crate::gate::{GateScope, RetryCause};
 use crate::idempotency::IdempotencyKey;
 use crate::ids::RequestId;
 use crate::observer::{AttemptFinished, IntentEnd, IntentObserver, IntentStart};
+use crate::outgoing::{self, AttemptWire};
 use crate::policy::PolicyInner;
 use crate::telemetry;
 use crate::template::Requests;
 
-/// Sends one attempt. Implemented for `&reqwest::Client` and, with the `middleware`
-/// feature, for the rest of a reqwest-middleware chain.
+/// Sends one attempt. Implemented for the crate's client and, with the
+/// `middleware` feature, for the rest of a reqwest-middleware chain.
 pub(crate) trait Transport: Send {
     fn send(
         &mut self,
         request: reqwest::Request,
     ) -> impl Future<Output = Result<reqwest::Response, TransportError>> + Send;
+
+    /// The timeout the transport applies by itself to a request that carries none;
+    /// `None` when it applies none or it cannot be known.
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
 }
 
 /// An attempt that produced no response.
@@ -60,21 +67,9 @@ pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// Produces a fresh body for every attempt (see `RequestBuilder::body_fn`).
 pub(crate) type BodyFactory = Arc<dyn Fn() -> reqwest::Body + Send + Sync>;
 
-impl Transport for reqwest::Client {
-    fn send(
-        &mut self,
-        request: reqwest::Request,
-    ) -> impl Future<Output = Result<reqwest::Response, TransportError>> + Send {
-        let sending = self.execute(request);
-        async move { sending.await.map_err(TransportError::Reqwest) }
-    }
-}
-
 /// One intent, ready to run.
 pub(crate) struct Intent<T> {
     pub(crate) transport: T,
-    /// The timeout the transport applies by itself, if any (see `ResilientClient`).
-    pub(crate) built_in_timeout: Option<Duration>,
     pub(crate) policy: Arc<PolicyInner>,
     pub(crate) request: reqwest::Request,
     pub(crate) body_factory: Option<BodyFactory>,
@@ -109,6 +104,8 @@ pub(crate) fn start<T: Transport>(
         intent.key.as_ref(),
         &intent.policy.redact_query_params,
     );
+    // The deadline counts from here: observers' time included.
+    let started = intent.policy.clock.now();
     let run = match intent.add_key_header() {
         Err(error) => Run::Done {
             result: Some(Err(error)),
@@ -116,11 +113,11 @@ pub(crate) fn start<T: Transport>(
         Ok(()) if intent.policy.observers.is_empty() && intent.observers.is_empty() => Run::Plain {
             attempts: {
                 let (prepared, policy) = intent.prepare();
-                attempt_loop(prepared, policy, &[])
+                attempt_loop(prepared, policy, &[], started)
             },
         },
         Ok(()) => Run::Observed {
-            intent: observed(intent),
+            intent: observed(intent, started),
         },
     };
     run.instrument(span)
@@ -133,8 +130,9 @@ pub(crate) fn start<T: Transport>(
 #[inline(never)]
 fn observed<T: Transport>(
     intent: Intent<T>,
+    started: Instant,
 ) -> Pin<Box<impl Future<Output = Result<reqwest::Response, Error>> + Send>> {
-    Box::pin(intent.run_observed())
+    Box::pin(intent.run_observed(started))
 }
 
 impl<T: Transport> Intent<T> {
@@ -148,46 +146,88 @@ impl<T: Transport> Intent<T> {
             let value = key
                 .header_value(self.policy.key_format)
                 .map_err(Error::invalid_key)?;
-            self.request
-                .headers_mut()
-                .insert(self.policy.key_header.clone(), value);
+            outgoing::put_key(&mut self.request, &self.policy.key_header, value);
         }
         Ok(())
     }
 
-    async fn run_observed(mut self) -> Result<reqwest::Response, Error> {
+    /// Runs the intent between its observers' `started` and `ended`, each awaited
+    /// within the time left before the deadline. Every observer whose `started`
+    /// ran is told how the intent ended, a refusal by a later one included.
+    async fn run_observed(mut self, started: Instant) -> Result<reqwest::Response, Error> {
         let mut observers = std::mem::take(&mut self.observers);
         observers.splice(0..0, self.policy.observers.iter().cloned());
         if observers.iter().any(|observer| observer.needs_body_bytes()) {
             self.body_into_bytes();
         }
-        let start = IntentStart {
-            key: self.key.as_ref(),
-            key_header: &self.policy.key_header,
-            request: &self.request,
-            body: self.request.body().and_then(reqwest::Body::as_bytes),
-            deadline: self.deadline,
-        };
-        for observer in &observers {
-            if let Err(refusal) = observer.started(&start).await {
-                tracing::warn!("an intent observer refused the intent; nothing was sent");
-                return Err(Error::observer_refused(
-                    refusal,
-                    AttemptLog::new(self.key.clone()),
-                ));
+        let clock = self.policy.clock.clone();
+        let deadline = Deadline::new(started, self.deadline);
+        let (told, refusal) = {
+            let start = IntentStart {
+                key: self.key.as_ref(),
+                key_header: &self.policy.key_header,
+                request: &self.request,
+                body: self.request.body().and_then(reqwest::Body::as_bytes),
+                deadline: self.deadline,
+            };
+            let mut told = 0;
+            let mut refusal = None;
+            for observer in &observers {
+                told += 1;
+                let left = deadline.remaining(clock.now());
+                match within(left, observer.started(&start)).await {
+                    Some(Ok(())) => continue,
+                    Some(Err(why)) => {
+                        tracing::warn!("an intent observer refused the intent; nothing was sent");
+                        refusal = Some(Error::observer_refused(
+                            why,
+                            AttemptLog::new(self.key.clone()),
+                        ));
+                    }
+                    None => {
+                        tracing::warn!("an intent observer's `started` outlived the deadline; nothing was sent");
+                        let elapsed = clock.now().saturating_duration_since(started);
+                        refusal = Some(Error::observer_overran_deadline(
+                            AttemptLog::new(self.key.clone()),
+                            elapsed,
+                        ));
+                    }
+                }
+                break;
             }
-        }
+            (told, refusal)
+        };
         // Only observed intents pay for these copies.
         let (method, url) = (self.request.method().clone(), self.request.url().clone());
-        let (prepared, policy) = self.prepare();
-        let result = attempt_loop(prepared, policy, &observers).await;
-        let end = IntentEnd {
-            method: &method,
-            url: &url,
-            result: &result,
+        let result = match refusal {
+            Some(error) => Err(error),
+            None => {
+                let (prepared, policy) = self.prepare();
+                attempt_loop(prepared, policy, &observers, started).await
+            }
         };
-        for observer in &observers {
-            observer.ended(&end).await;
+        let mut result = result;
+        let mut unheard = false;
+        {
+            let end = IntentEnd {
+                method: &method,
+                url: &url,
+                result: &result,
+            };
+            for observer in &observers[..told] {
+                let left = deadline.remaining(clock.now());
+                if within(left, observer.ended(&end)).await.is_none() {
+                    unheard = true;
+                }
+            }
+        }
+        if unheard {
+            tracing::warn!("an intent observer's `ended` outlived the deadline and was cut off");
+            // An observer that did not hear the end (a journal) may resume the
+            // intent later: the caller must not take "nothing happened" for granted.
+            if let Err(error) = &mut result {
+                error.mark_outcome_unknown();
+            }
         }
         result
     }
@@ -210,7 +250,6 @@ impl<T: Transport> Intent<T> {
     fn prepare(self) -> (Prepared<T>, Arc<PolicyInner>) {
         let Intent {
             transport,
-            built_in_timeout,
             policy,
             mut request,
             body_factory,
@@ -218,7 +257,8 @@ impl<T: Transport> Intent<T> {
             deadline,
             observers: _,
         } = self;
-        let per_attempt_timeout = request.timeout().copied().or(policy.attempt_timeout);
+        let per_attempt_timeout = outgoing::take_own_timeout(&mut request)
+            .or_else(|| policy.attempt_timeout_for(deadline));
         // A streamed body is consumed by its one and only send; a factory makes a
         // fresh one for every attempt (and replaces any body set by hand).
         if body_factory.is_some() {
@@ -235,7 +275,6 @@ impl<T: Transport> Intent<T> {
         };
         let prepared = Prepared {
             transport,
-            built_in_timeout,
             requests,
             body_factory,
             method,
@@ -253,8 +292,6 @@ impl<T: Transport> Intent<T> {
 /// so that its future holds each of them once.
 struct Prepared<T> {
     transport: T,
-    /// The timeout the transport applies by itself, if any (see `ResilientClient`).
-    built_in_timeout: Option<Duration>,
     requests: Requests,
     body_factory: Option<BodyFactory>,
     method: http::Method,
@@ -315,10 +352,10 @@ fn attempt_loop<'o, T: Transport>(
     mut intent: Prepared<T>,
     policy: Arc<PolicyInner>,
     observers: &'o [Arc<dyn IntentObserver>],
+    started: Instant,
 ) -> impl Future<Output = Result<reqwest::Response, Error>> + Send + use<'o, T> {
     async move {
         let policy: &PolicyInner = &policy;
-        let started = policy.clock.now();
         let rules = LoopRules::new(policy, &intent, started, observers);
         {
             let scope = GateScope {
@@ -481,24 +518,22 @@ impl<T: Transport> Prepared<T> {
             // The pause overran the deadline (timer granularity).
             return Err(GiveUpReason::DeadlineExceeded);
         }
-        let mut outgoing = self
+        let mut request = self
             .requests
             .next()
             .ok_or(GiveUpReason::BodyNotReplayable)?;
-        if let Some(factory) = &self.body_factory {
-            *outgoing.body_mut() = Some(factory());
-        }
-        outgoing.headers_mut().insert(
-            rules.policy.request_id_header.clone(),
-            attempt.request_id.header_value(),
+        let wire = AttemptWire {
+            request_id_header: &rules.policy.request_id_header,
+            request_id: attempt.request_id,
+            timeout,
+            transport_timeout: self.transport.timeout(),
+        };
+        outgoing::dress(
+            &mut request,
+            self.body_factory.as_ref().map(|make| make()),
+            wire,
         );
-        // reqwest keeps a per-request timeout in the request's extension map:
-        // creating it costs three allocations, so an attempt whose timeout the
-        // client already applies (or that has none) goes without.
-        if timeout.is_some() && timeout != self.built_in_timeout {
-            *outgoing.timeout_mut() = timeout;
-        }
-        Ok(self.transport.send(outgoing))
+        Ok(self.transport.send(request))
     }
 }
 
@@ -798,5 +833,14 @@ fn give_up_reason(why: GiveUp) -> GiveUpReason {
         GiveUp::AttemptsExhausted => GiveUpReason::AttemptsExhausted,
         GiveUp::RetryAfterBeyondCeiling => GiveUpReason::RetryAfterBeyondCeiling,
         GiveUp::RetryAfterBeyondDeadline => GiveUpReason::RetryAfterBeyondDeadline,
+    }
+}
+
+/// Awaits `hook` for at most `limit` (no limit without a deadline); `None` when the
+/// time ran out and the hook was dropped.
+async fn within<F: Future>(limit: Option<Duration>, hook: F) -> Option<F::Output> {
+    match limit {
+        Some(limit) => tokio::time::timeout(limit, hook).await.ok(),
+        None => Some(hook.await),
     }
 }

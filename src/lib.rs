@@ -121,6 +121,7 @@ mod ids;
 mod intent;
 mod observer;
 mod options;
+mod outgoing;
 mod policy;
 mod retry_after;
 mod sleeper;

@@ -97,7 +97,6 @@ impl Middleware for ResilienceMiddleware {
             .map_err(reqwest_middleware::Error::middleware)?;
         intent::start(Ok(Intent {
             transport: Chain { next, extensions },
-            built_in_timeout: None,
             policy,
             request,
             body_factory: None,

@@ -31,6 +31,21 @@ pub type ObserverFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// `started` and `ended` are awaited on the intent's own task: the caller's result
 /// waits for them, so a journal can write ahead and record the outcome durably.
 ///
+/// # The deadline includes observers
+///
+/// The intent's deadline counts from `send()`, observers' time included: each
+/// `started` and `ended` is awaited for at most the time left, so a slow observer
+/// (a journal on a locked database) cannot make `send()` outlive its deadline. An
+/// observer still running when the time is up is dropped (cancelled) and:
+/// - in `started`: the intent ends before anything is sent, with
+///   [`GiveUpReason::DeadlineExceeded`] and the outcome *unknown* — the observer
+///   may already have acted (a journal may have written the intent ahead and will
+///   resume it);
+/// - in `ended`: the caller still gets the intent's result, and an error is marked
+///   outcome unknown for the same reason.
+///
+/// An intent without a deadline waits for its observers as long as they take.
+///
 /// # Examples
 /// Counting attempts, retries and give-ups by reason (see `examples/metrics.rs`
 /// for the whole recipe):
@@ -70,9 +85,11 @@ pub type ObserverFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// [`RequestBuilder::observer`]: crate::RequestBuilder::observer
 /// [`IntentOptions::observer`]: crate::IntentOptions::observer
 pub trait IntentObserver: Send + Sync + 'static {
-    /// Once per intent, after its key is decided and before its first byte leaves.
-    /// An `Err` refuses the intent: nothing is sent, and the caller gets an
-    /// [`Error`] with [`GiveUpReason::ObserverRefused`] whose `source()` is yours.
+    /// Once per intent, after its key is decided and before its first byte leaves,
+    /// in the order the observers were added (the policy's first). An `Err`
+    /// refuses the intent: later observers are not asked, nothing is sent, and the
+    /// caller gets an [`Error`] with [`GiveUpReason::ObserverRefused`] whose
+    /// `source()` is yours.
     fn started<'a>(
         &'a self,
         intent: &'a IntentStart<'a>,
@@ -88,7 +105,9 @@ pub trait IntentObserver: Send + Sync + 'static {
     }
 
     /// Once, when the intent ends with a response or an error; awaited before the
-    /// caller gets that result. Not called for an intent that `started` refused.
+    /// caller gets that result. Called for every observer whose `started` ran,
+    /// including one whose `started` refused the intent and those before a later
+    /// one that refused it (the error then says [`GiveUpReason::ObserverRefused`]).
     fn ended<'a>(&'a self, end: &'a IntentEnd<'a>) -> ObserverFuture<'a, ()> {
         let _ = end;
         Box::pin(std::future::ready(()))

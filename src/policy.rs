@@ -18,6 +18,7 @@ use crate::backoff::Backoff;
 use crate::budget::RetryBudget;
 use crate::classify::{is_idempotent_method, Classifier, Rules, StatusSet};
 use crate::clock::{Clock, SystemClock};
+use crate::deadline::AttemptTimeout;
 use crate::gate::RetryGate;
 use crate::idempotency::{KeyAttachment, KeyFormat};
 use crate::observer::IntentObserver;
@@ -32,8 +33,6 @@ pub(crate) const DEFAULT_BACKOFF: Backoff =
     Backoff::full_jitter(Duration::from_millis(100), Duration::from_secs(2));
 /// Default deadline for a whole intent.
 pub(crate) const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
-/// Default timeout of one attempt.
-pub(crate) const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default longest `Retry-After` the client will wait for.
 pub(crate) const DEFAULT_RETRY_AFTER_CEILING: Duration = Duration::from_secs(30);
 /// Default idempotency key header.
@@ -56,7 +55,8 @@ pub(crate) const MAX_BACKOFF_DELAY: Duration = Duration::from_secs(3600);
 /// | max attempts | 3 | 1 + 2 retries, the AWS SDK standard mode |
 /// | backoff | full jitter, base 100 ms, cap 2 s | fewest calls in Brooker's simulation; seed values |
 /// | deadline | 30 s for the whole intent | a user rarely waits longer |
-/// | attempt timeout | 10 s (or the deadline, if shorter), clipped to the time left; also bounds reading the body, as reqwest's timeout does | one stuck attempt must not eat the deadline |
+/// | attempt timeout | 10 s, or half the intent's deadline if that is shorter (the whole deadline with `max_attempts(1)`); a per-request `timeout()` replaces it; always cut to the time left; also bounds reading the body, as reqwest's timeout does | one stuck attempt must not eat the deadline: against a server that hangs, a retry still fits (see [`AttemptTimeout`](Self::attempt_timeout)) |
+/// | observers' `started` / `ended` | bounded by the time left before the deadline | a slow observer (a journal write) must not make `send()` outlive its deadline (see [`IntentObserver`](crate::IntentObserver)) |
 /// | Retry-After ceiling | 30 s | longer asks end the intent with the asked time |
 /// | transient statuses | 408, 429, 502, 503, 504 (+409 when keyed) | 500 is opt-in |
 /// | key attachment | POST, PATCH and other non-idempotent methods | they are the ones a key makes retryable |
@@ -75,7 +75,7 @@ pub(crate) struct PolicyInner {
     pub(crate) max_attempts: u32,
     pub(crate) backoff: Backoff,
     pub(crate) deadline: Option<Duration>,
-    pub(crate) attempt_timeout: Option<Duration>,
+    pub(crate) attempt_timeout: AttemptTimeout,
     pub(crate) retry_after_ceiling: Duration,
     pub(crate) conflict_delay: Duration,
     pub(crate) rules: Rules,
@@ -116,9 +116,16 @@ impl RetryPolicy {
         self.inner.deadline
     }
 
-    /// The timeout of one attempt, if any.
+    /// The timeout of each attempt of an intent with the policy's deadline, if any
+    /// (before it is cut to the time left).
+    ///
+    /// Set with [`RetryPolicyBuilder::attempt_timeout`], or implied: 10 s, or half
+    /// the deadline if that is shorter, so that against a server that hangs a retry
+    /// still fits in the deadline (with `max_attempts(1)`, the whole deadline). An
+    /// intent with a deadline of its own ([`crate::RequestBuilder::deadline`]) gets
+    /// the implied timeout of that deadline.
     pub fn attempt_timeout(&self) -> Option<Duration> {
-        self.inner.attempt_timeout
+        self.inner.attempt_timeout_for(self.inner.deadline)
     }
 
     /// The longest Retry-After the client waits for.
@@ -188,6 +195,12 @@ impl RetryPolicy {
 }
 
 impl PolicyInner {
+    /// The timeout of each attempt of an intent with this deadline (see
+    /// [`RetryPolicy::attempt_timeout`]).
+    pub(crate) fn attempt_timeout_for(&self, deadline: Option<Duration>) -> Option<Duration> {
+        self.attempt_timeout.for_intent(deadline, self.max_attempts)
+    }
+
     pub(crate) fn generates_key_for(&self, method: &Method) -> bool {
         match self.key_attachment {
             KeyAttachment::Always => true,
@@ -227,7 +240,7 @@ impl fmt::Debug for RetryPolicy {
             .field("max_attempts", &p.max_attempts)
             .field("backoff", &p.backoff)
             .field("deadline", &p.deadline)
-            .field("attempt_timeout", &p.attempt_timeout)
+            .field("attempt_timeout", &self.attempt_timeout())
             .field("retry_after_ceiling", &p.retry_after_ceiling)
             .field("conflict_delay", &p.conflict_delay)
             .field("transient_statuses", &p.rules.transient_statuses)
@@ -270,8 +283,7 @@ pub struct RetryPolicyBuilder {
     max_attempts: u32,
     backoff: Backoff,
     deadline: Option<Duration>,
-    /// `None` until set: the default then adapts to a shorter deadline.
-    attempt_timeout: Option<Option<Duration>>,
+    attempt_timeout: AttemptTimeout,
     retry_after_ceiling: Duration,
     conflict_delay: Duration,
     transient_statuses: StatusSet,
@@ -299,7 +311,7 @@ impl RetryPolicyBuilder {
             max_attempts: DEFAULT_MAX_ATTEMPTS,
             backoff: DEFAULT_BACKOFF,
             deadline: Some(DEFAULT_DEADLINE),
-            attempt_timeout: None,
+            attempt_timeout: AttemptTimeout::Implied,
             retry_after_ceiling: DEFAULT_RETRY_AFTER_CEILING,
             conflict_delay: DEFAULT_CONFLICT_DELAY,
             transient_statuses: StatusSet::transient_default(),
@@ -344,15 +356,17 @@ impl RetryPolicyBuilder {
         self
     }
 
-    /// Timeout of one attempt (clipped to the time left before the deadline).
+    /// Timeout of one attempt (cut to the time left before the deadline), instead
+    /// of the implied one (see [`RetryPolicy::attempt_timeout`]). Longer than the
+    /// policy's deadline is a build error.
     pub fn attempt_timeout(mut self, timeout: Duration) -> Self {
-        self.attempt_timeout = Some(Some(timeout));
+        self.attempt_timeout = AttemptTimeout::Fixed(timeout);
         self
     }
 
     /// No per-attempt timeout (the deadline still applies).
     pub fn no_attempt_timeout(mut self) -> Self {
-        self.attempt_timeout = Some(None);
+        self.attempt_timeout = AttemptTimeout::Off;
         self
     }
 
@@ -510,19 +524,13 @@ impl RetryPolicyBuilder {
         if self.deadline == Some(Duration::ZERO) {
             return Err(BuildError::ZeroDeadline);
         }
-        // The default attempt timeout shrinks to fit a shorter deadline; an explicit
-        // one longer than the deadline is a mistake worth reporting.
-        let attempt_timeout = match self.attempt_timeout {
-            Some(explicit) => explicit,
-            None => Some(self.deadline.map_or(DEFAULT_ATTEMPT_TIMEOUT, |total| {
-                total.min(DEFAULT_ATTEMPT_TIMEOUT)
-            })),
-        };
-        if attempt_timeout == Some(Duration::ZERO) {
-            return Err(BuildError::ZeroAttemptTimeout);
-        }
-        if let (Some(each), Some(total)) = (attempt_timeout, self.deadline) {
-            if each > total {
+        // The implied attempt timeout fits any deadline by construction; an explicit
+        // one longer than the deadline set beside it is a mistake worth reporting.
+        if let AttemptTimeout::Fixed(each) = self.attempt_timeout {
+            if each.is_zero() {
+                return Err(BuildError::ZeroAttemptTimeout);
+            }
+            if let Some(total) = self.deadline.filter(|total| each > *total) {
                 return Err(BuildError::AttemptTimeoutExceedsDeadline {
                     attempt_timeout: each,
                     deadline: total,
@@ -547,7 +555,7 @@ impl RetryPolicyBuilder {
                 max_attempts: self.max_attempts,
                 backoff: self.backoff,
                 deadline: self.deadline,
-                attempt_timeout,
+                attempt_timeout: self.attempt_timeout,
                 retry_after_ceiling: self.retry_after_ceiling,
                 conflict_delay: self.conflict_delay,
                 rules: Rules {
@@ -783,14 +791,31 @@ mod tests {
     }
 
     #[test]
-    fn the_default_attempt_timeout_fits_a_shorter_deadline() {
-        let policy = RetryPolicy::builder()
-            .deadline(Duration::from_secs(5))
+    fn the_implied_attempt_timeout_leaves_room_for_a_retry() {
+        let s = Duration::from_secs(1);
+        let implied = |deadline: Option<Duration>, attempts: u32| {
+            let builder = RetryPolicy::builder().max_attempts(attempts);
+            let builder = match deadline {
+                Some(deadline) => builder.deadline(deadline),
+                None => builder.no_deadline(),
+            };
+            builder.build().unwrap().attempt_timeout()
+        };
+        assert_eq!(implied(Some(30 * s), 3), Some(10 * s));
+        assert_eq!(implied(Some(5 * s), 3), Some(2500 * MS));
+        assert_eq!(implied(Some(2 * s), 4), Some(s));
+        assert_eq!(implied(Some(2 * s), 1), Some(2 * s));
+        assert_eq!(implied(Some(30 * s), 1), Some(10 * s));
+        assert_eq!(implied(None, 3), Some(10 * s));
+        // An explicit one is kept as set; none is none.
+        let fixed = RetryPolicy::builder()
+            .deadline(2 * s)
+            .attempt_timeout(1500 * MS)
             .build()
             .unwrap();
-        assert_eq!(policy.attempt_timeout(), Some(Duration::from_secs(5)));
-        let unbounded = RetryPolicy::builder().no_deadline().build().unwrap();
-        assert_eq!(unbounded.attempt_timeout(), Some(Duration::from_secs(10)));
+        assert_eq!(fixed.attempt_timeout(), Some(1500 * MS));
+        let off = RetryPolicy::builder().no_attempt_timeout().build().unwrap();
+        assert_eq!(off.attempt_timeout(), None);
     }
 
     #[test]

@@ -181,9 +181,9 @@ fn only_the_settings_given_change() {
     assert_eq!(policy.max_attempts(), 5);
     assert_eq!(policy.backoff(), default.backoff());
     assert_eq!(policy.deadline(), default.deadline());
-    // A shorter deadline shrinks the default attempt timeout, as in the builder.
+    // A short deadline implies half of it per attempt, as in the builder.
     let policy = toml_config(r#"deadline = "4s""#).build().unwrap();
-    assert_eq!(policy.attempt_timeout(), Some(4 * S));
+    assert_eq!(policy.attempt_timeout(), Some(2 * S));
 }
 
 #[test]

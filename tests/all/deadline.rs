@@ -261,3 +261,159 @@ async fn a_pause_that_overran_the_deadline_ends_the_intent_with_the_previous_res
     );
     assert_eq!(received(&server).await.len(), 1);
 }
+
+/// An observer that takes `started` / `ended` seconds to return.
+struct Slow {
+    started: Duration,
+    ended: Duration,
+    ended_calls: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl reqwest_resilience::IntentObserver for Slow {
+    fn started<'a>(
+        &'a self,
+        _: &'a reqwest_resilience::IntentStart<'a>,
+    ) -> reqwest_resilience::ObserverFuture<'a, Result<(), reqwest_resilience::BoxError>> {
+        Box::pin(async move {
+            tokio::time::sleep(self.started).await;
+            Ok(())
+        })
+    }
+
+    fn ended<'a>(
+        &'a self,
+        _: &'a reqwest_resilience::IntentEnd<'a>,
+    ) -> reqwest_resilience::ObserverFuture<'a, ()> {
+        self.ended_calls
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Box::pin(tokio::time::sleep(self.ended))
+    }
+}
+
+fn slow(
+    started: Duration,
+    ended: Duration,
+) -> (
+    std::sync::Arc<Slow>,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let observer = Slow {
+        started,
+        ended,
+        ended_calls: calls.clone(),
+    };
+    (std::sync::Arc::new(observer), calls)
+}
+
+#[tokio::test]
+async fn a_slow_observer_start_cannot_make_send_outlive_the_deadline() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(201))
+        .expect(0)
+        .mount(&server)
+        .await;
+    let client =
+        ResilientClient::with_policy(RetryPolicy::builder().deadline(300 * MS).build().unwrap());
+    let (observer, ended_calls) = slow(Duration::from_secs(5), Duration::ZERO);
+    let started = Instant::now();
+    let error = client
+        .post(server.uri())
+        .body("{}")
+        .observer(observer)
+        .send()
+        .await
+        .unwrap_err();
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed >= 300 * MS && elapsed < 300 * MS + 250 * MS,
+        "{elapsed:?}"
+    );
+    assert!(error.is_deadline_exceeded(), "{error}");
+    assert_eq!(error.attempts(), 0);
+    // The observer may have acted (a journal written ahead): not "nothing happened".
+    assert!(error.is_outcome_unknown(), "{error}");
+    assert_eq!(
+        ended_calls.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "told how it ended"
+    );
+    assert!(received(&server).await.is_empty(), "nothing was sent");
+}
+
+#[tokio::test]
+async fn a_slow_observer_end_cannot_make_send_outlive_the_deadline() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(Scripted::new(vec![
+            ResponseTemplate::new(201),
+            ResponseTemplate::new(400),
+        ]))
+        .expect(2)
+        .mount(&server)
+        .await;
+    let client =
+        ResilientClient::with_policy(RetryPolicy::builder().deadline(400 * MS).build().unwrap());
+    // A response: the caller gets it at the deadline, unchanged.
+    let (observer, _) = slow(Duration::ZERO, Duration::from_secs(5));
+    let started = Instant::now();
+    let response = client
+        .post(server.uri())
+        .body("{}")
+        .observer(observer)
+        .send()
+        .await
+        .unwrap();
+    let elapsed = started.elapsed();
+    assert_eq!(response.status(), 201);
+    assert!(
+        elapsed >= 400 * MS && elapsed < 400 * MS + 250 * MS,
+        "{elapsed:?}"
+    );
+
+    // A final 400 likewise.
+    let (observer, _) = slow(Duration::ZERO, Duration::from_secs(5));
+    let started = Instant::now();
+    let response = client
+        .post(server.uri())
+        .body("{}")
+        .without_idempotency_key()
+        .observer(observer)
+        .send()
+        .await
+        .unwrap();
+    // 400 is a final response: Ok, unchanged, within the deadline.
+    assert_eq!(response.status(), 400);
+    assert!(started.elapsed() < 400 * MS + 250 * MS);
+}
+
+#[tokio::test]
+async fn an_unheard_end_makes_a_known_give_up_unknown() {
+    // Nothing listens here: every attempt is refused, and that proves nothing was
+    // sent — until an observer misses the end.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", closed.local_addr().unwrap());
+    drop(closed);
+    let client = ResilientClient::with_policy(
+        RetryPolicy::builder()
+            .deadline(400 * MS)
+            .max_attempts(1)
+            .build()
+            .unwrap(),
+    );
+    let quick = client.post(&url).body("{}").send().await.unwrap_err();
+    assert!(!quick.is_outcome_unknown(), "{quick}");
+
+    let (observer, _) = slow(Duration::ZERO, Duration::from_secs(5));
+    let started = Instant::now();
+    let error = client
+        .post(&url)
+        .body("{}")
+        .observer(observer)
+        .send()
+        .await
+        .unwrap_err();
+    assert!(started.elapsed() < 400 * MS + 250 * MS);
+    assert!(error.is_outcome_unknown(), "{error}");
+}

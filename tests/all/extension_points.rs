@@ -198,8 +198,15 @@ async fn an_observer_that_refuses_stops_the_intent_before_anything_is_sent() {
     let source = std::error::Error::source(&error).expect("the observer's error");
     assert_eq!(source.to_string(), "journal unavailable");
     assert!(error.to_string().contains("journal unavailable"), "{error}");
-    // `ended` is not called for a refused intent.
-    assert_eq!(*seen.events.lock().unwrap(), vec!["started POST key=true"]);
+    // An observer whose `started` ran hears how the intent ended, even when it
+    // refused it (a journal that wrote ahead closes its row).
+    assert_eq!(
+        *seen.events.lock().unwrap(),
+        vec![
+            "started POST key=true",
+            "ended status=None gave_up=Some(ObserverRefused) unknown=false attempts=0"
+        ]
+    );
     assert!(received(&server).await.is_empty());
 }
 
