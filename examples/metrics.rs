@@ -1,8 +1,9 @@
 //! Metrics through an [`IntentObserver`]: attempts, retries, and give-ups by reason.
 //!
 //! The counters here are plain atomics so the example needs nothing else; in a
-//! service, put your metrics crate's counters in their place (the observer calls
-//! are synchronous for attempts and awaited once at the end of each intent).
+//! service, put your metrics crate's counters in their place. The observer uses
+//! only the synchronous hooks, so intents never wait for it and allocate nothing
+//! for it.
 //!
 //! Starts its own flaky server on 127.0.0.1, sends 20 intents through one client,
 //! and prints what the observer counted.
@@ -15,8 +16,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use reqwest_resilience::{
-    AttemptFinished, Backoff, IntentEnd, IntentObserver, ObserverFuture, ResilientClient,
-    RetryPolicy,
+    AttemptFinished, Backoff, IntentEnd, IntentObserver, ResilientClient, RetryPolicy,
+    RetryScheduled,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -35,14 +36,19 @@ struct Metrics {
 struct Count(Arc<Metrics>);
 
 impl IntentObserver for Count {
-    fn attempt_finished(&self, attempt: &AttemptFinished<'_>) {
-        self.0.attempts.fetch_add(1, Ordering::Relaxed);
-        if attempt.record().number() > 1 {
-            self.0.retries.fetch_add(1, Ordering::Relaxed);
-        }
+    fn needs_async_hooks(&self) -> bool {
+        false
     }
 
-    fn ended<'a>(&'a self, end: &'a IntentEnd<'a>) -> ObserverFuture<'a, ()> {
+    fn attempt_finished(&self, _: &AttemptFinished<'_>) {
+        self.0.attempts.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn retry_scheduled(&self, _: &RetryScheduled<'_>) {
+        self.0.retries.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn finished(&self, end: &IntentEnd<'_>) {
         self.0.intents.fetch_add(1, Ordering::Relaxed);
         if let Some(reason) = end.gave_up() {
             *self
@@ -56,7 +62,6 @@ impl IntentObserver for Count {
         if end.is_outcome_unknown() {
             self.0.outcome_unknown.fetch_add(1, Ordering::Relaxed);
         }
-        Box::pin(async {})
     }
 }
 

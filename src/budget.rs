@@ -55,7 +55,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::gate::{GateScope, RetryCause, RetryGate};
+use crate::gate::{Gate, GateRefusal, GateScope, RetryCause};
 
 /// Default share of requests that may be retried.
 pub(crate) const DEFAULT_RATIO: f64 = 0.1;
@@ -365,18 +365,23 @@ impl RetryBudget {
     }
 }
 
-/// The budget as the policy's retry gate: every intent deposits, every retry after
-/// a transient failure withdraws. Waiting out a 409 "in progress" is not outage
-/// load and is never refused.
-impl RetryGate for RetryBudget {
-    fn intent_started(&self, scope: &GateScope<'_>) {
-        self.deposit_at(scope.host(), scope.now());
+/// The budget as a gate: every first attempt deposits, every retry after a
+/// transient failure withdraws. Waiting out a 409 "in progress" is not outage load
+/// and is never refused; a first attempt never is either.
+impl Gate for RetryBudget {
+    fn name(&self) -> &str {
+        "retry_budget"
     }
 
-    fn allow_retry(&self, scope: &GateScope<'_>, cause: RetryCause) -> bool {
-        match cause {
-            RetryCause::Conflict => true,
-            _ => self.try_withdraw_at(scope.host(), scope.now()),
+    fn admit(&self, scope: &GateScope<'_>) -> Result<(), GateRefusal> {
+        match scope.retry_cause() {
+            None => {
+                self.deposit_at(scope.host(), scope.now());
+                Ok(())
+            }
+            Some(RetryCause::Conflict) => Ok(()),
+            Some(_) if self.try_withdraw_at(scope.host(), scope.now()) => Ok(()),
+            Some(_) => Err(GateRefusal::budget_exhausted()),
         }
     }
 }

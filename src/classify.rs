@@ -24,6 +24,7 @@ use http::{HeaderMap, Method, StatusCode};
 use crate::attempt_log::{AttemptOutcome, TransportFailure};
 use crate::clock::Clock;
 use crate::retry_after::retry_after_of;
+use crate::transport::TransportError;
 
 /// A borrowed view of one finished attempt, given to a [`Classifier`].
 #[derive(Debug)]
@@ -273,6 +274,13 @@ impl Verdict {
         self.transient && self.safe
     }
 
+    /// Does the attempt say the service or the network is struggling (what a
+    /// breaker counts)? A transient failure — but not a 409 "same key in
+    /// progress": that server is healthy and executing.
+    pub(crate) fn struggling(&self) -> bool {
+        self.transient && !self.conflict
+    }
+
     /// Could this attempt have had an effect on the server (see
     /// `Error::is_outcome_unknown`)? Only transient failures count: a final response
     /// is an answer, not an unknown.
@@ -450,4 +458,56 @@ mod tests {
         assert!(retry_is_safe(&Method::POST, true, &response));
         assert!(retry_is_safe(&Method::GET, false, &response));
     }
+}
+
+/// Classifies one attempt's result, and records its OpenTelemetry attributes on
+/// the attempt's `span`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn classify_result(
+    rules: &Rules,
+    clock: &dyn Clock,
+    span: &tracing::Span,
+    method: &Method,
+    url: &reqwest::Url,
+    attempt: u32,
+    keyed: bool,
+    result: &Result<reqwest::Response, TransportError>,
+) -> Verdict {
+    let view_result = match result {
+        Ok(response) => {
+            let status = response.status();
+            span.record("http.response.status_code", status.as_u16());
+            if status.is_client_error() || status.is_server_error() {
+                span.record("error.type", status.as_str());
+            }
+            AttemptResult::Response {
+                status,
+                headers: response.headers(),
+            }
+        }
+        Err(TransportError::Reqwest(error)) => {
+            let failure = TransportFailure::of(error);
+            span.record("error.type", failure.as_str());
+            AttemptResult::Error { failure, error }
+        }
+        Err(TransportError::Other(_)) => {
+            // Another middleware failed: not ours to retry.
+            span.record("error.type", TransportFailure::Other.as_str());
+            return Verdict {
+                outcome: AttemptOutcome::Failed(TransportFailure::Other),
+                transient: false,
+                safe: false,
+                retry_after: None,
+                conflict: false,
+            };
+        }
+    };
+    let view = AttemptView {
+        method,
+        url,
+        attempt,
+        keyed,
+        result: view_result,
+    };
+    classify(rules, &view, clock)
 }

@@ -26,10 +26,11 @@ use reqwest::IntoUrl;
 
 use crate::deadline::DEFAULT_ATTEMPT_TIMEOUT;
 use crate::error::Error;
-use crate::intent::{self, BodyFactory, Intent, Transport, TransportError};
+use crate::intent::{self, BodyFactory, Intent};
 use crate::observer::IntentObserver;
 use crate::options::IntentOptions;
 use crate::policy::RetryPolicy;
+use crate::transport::{Transport, TransportError};
 
 /// The longest connect timeout a client built by this crate gets (see the module docs).
 pub const MAX_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);

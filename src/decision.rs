@@ -1,15 +1,51 @@
-//! After a transient failure: wait how long, or give up and why.
+//! After an attempt: deliver, give up (and why), or pause (how long, and why).
 //!
-//! A pure function of the facts (attempts made, time left, the server's Retry-After,
-//! the backoff's proposal), so every branch is tested without I/O or clocks.
+//! The whole answer is one pure function of the facts ([`after_attempt`]), so every
+//! rule and every conflict between rules is a row in a table test, without I/O or
+//! clocks. The gates (the budget, a breaker) are asked afterwards, by the loop: they
+//! count what they admit, so they are asked only about a pause this function chose.
 
 use std::time::Duration;
 
 use crate::attempt_log::DelayReason;
+use crate::error::GiveUpReason;
+use crate::gate::RetryCause;
+
+/// What the loop does after an attempt.
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// The caller gets this attempt's response.
+    Deliver,
+    /// The intent is over, for this reason.
+    GiveUp(GiveUpReason),
+    /// Pause this long, then try again (if the gates admit the retry).
+    Pause {
+        delay: Duration,
+        reason: DelayReason,
+        cause: RetryCause,
+    },
+}
+
+/// What the attempt ended with, as far as the rules care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ended {
+    /// A response; `retry` when its status is transient and a retry is safe.
+    Response { retry: bool },
+    /// No response; `retry` when the failure is transient and a retry is safe.
+    Failed { retry: bool },
+    /// reqwest could not build the request: the caller's mistake, nothing sent.
+    InvalidRequest,
+}
 
 /// The facts the decision is made from.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Facts {
+    pub(crate) ended: Ended,
+    /// A 409 on a keyed request: the same key is still executing on the server.
+    pub(crate) conflict: bool,
+    /// The body can be sent again (bytes, none, or a factory).
+    pub(crate) replayable: bool,
     /// Attempts made so far (≥ 1).
     pub(crate) attempts_made: u32,
     pub(crate) max_attempts: u32,
@@ -18,10 +54,8 @@ pub(crate) struct Facts {
     /// What the server asked for, if it asked.
     pub(crate) retry_after: Option<Duration>,
     pub(crate) retry_after_ceiling: Duration,
-    /// What the backoff strategy proposes.
-    pub(crate) backoff: Duration,
-    /// The shortest pause after a 409 "same key still in progress"; `None` otherwise.
-    pub(crate) conflict_floor: Option<Duration>,
+    /// The shortest pause after a 409 "same key still in progress".
+    pub(crate) conflict_delay: Duration,
     /// The least time an attempt must have after the pause to be worth sending.
     pub(crate) min_attempt_window: Duration,
 }
@@ -41,29 +75,35 @@ pub(crate) fn min_attempt_window(
     longest_attempt.map_or(Duration::from_millis(10), |longest| longest / 10)
 }
 
-/// What to do next.
-#[must_use]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum NextStep {
-    Wait(Duration, DelayReason),
-    GiveUp(GiveUp),
-}
-
-/// Why the decision gave up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum GiveUp {
-    DeadlineExceeded,
-    AttemptsExhausted,
-    RetryAfterBeyondCeiling,
-    RetryAfterBeyondDeadline,
-}
-
-pub(crate) fn next_step(facts: Facts) -> NextStep {
-    if facts.remaining == Some(Duration::ZERO) {
-        return NextStep::GiveUp(GiveUp::DeadlineExceeded);
+/// Deliver, give up, or pause — in this order of precedence:
+/// 1. a request reqwest could not build is the caller's mistake;
+/// 2. a final response is delivered; a failure that is not transient, or whose
+///    retry is not safe, ends the intent;
+/// 3. a body that cannot be sent again ends it (unless no attempt is left anyway:
+///    then running out of attempts is the reason);
+/// 4. no time left, or no attempt left;
+/// 5. the pause: the backoff (`backoff` is called only here, so no jitter is drawn
+///    when no retry can follow), at least `conflict_delay` after a 409, never
+///    shorter than the server's Retry-After — unless that is beyond the ceiling or
+///    the deadline, which ends the intent at once; and no pause that would leave
+///    the next attempt less than its useful window before the deadline.
+pub(crate) fn after_attempt(facts: Facts, backoff: impl FnOnce() -> Duration) -> Next {
+    let retry = match facts.ended {
+        Ended::InvalidRequest => return Next::GiveUp(GiveUpReason::InvalidRequest),
+        Ended::Response { retry: false } => return Next::Deliver,
+        Ended::Failed { retry: false } => return Next::GiveUp(GiveUpReason::NotRetryable),
+        Ended::Response { retry: true } | Ended::Failed { retry: true } => true,
+    };
+    debug_assert!(retry);
+    let attempts_left = facts.attempts_made < facts.max_attempts;
+    if !facts.replayable && attempts_left {
+        return Next::GiveUp(GiveUpReason::BodyNotReplayable);
     }
-    if facts.attempts_made >= facts.max_attempts {
-        return NextStep::GiveUp(GiveUp::AttemptsExhausted);
+    if facts.remaining == Some(Duration::ZERO) {
+        return Next::GiveUp(GiveUpReason::DeadlineExceeded);
+    }
+    if !attempts_left {
+        return Next::GiveUp(GiveUpReason::AttemptsExhausted);
     }
     // Would an attempt after a pause of `delay` still have a useful window?
     let too_late = |delay: Duration| {
@@ -71,28 +111,39 @@ pub(crate) fn next_step(facts: Facts) -> NextStep {
             .remaining
             .is_some_and(|left| delay.saturating_add(facts.min_attempt_window) > left)
     };
+    let cause = if facts.conflict {
+        RetryCause::Conflict
+    } else {
+        RetryCause::Transient
+    };
+    // A key still executing on the server is not polled at the backoff's pace.
+    let backoff = backoff();
+    let (floor, floor_reason) = if facts.conflict && facts.conflict_delay > backoff {
+        (facts.conflict_delay, DelayReason::Conflict)
+    } else {
+        (backoff, DelayReason::Backoff)
+    };
     // Never come back earlier than the server asked, and do not sleep towards a time
     // already known to be too late. A short (or zero) ask still gets the backoff's
     // jitter, so that throttled clients do not all return at the same instant.
-    // A key still executing on the server is not polled at the backoff's pace.
-    let (backoff, backoff_reason) = match facts.conflict_floor {
-        Some(floor) if floor > facts.backoff => (floor, DelayReason::Conflict),
-        _ => (facts.backoff, DelayReason::Backoff),
-    };
     let (delay, reason) = match facts.retry_after {
         Some(asked) if asked > facts.retry_after_ceiling => {
-            return NextStep::GiveUp(GiveUp::RetryAfterBeyondCeiling)
+            return Next::GiveUp(GiveUpReason::RetryAfterBeyondCeiling)
         }
         Some(asked) if too_late(asked) => {
-            return NextStep::GiveUp(GiveUp::RetryAfterBeyondDeadline)
+            return Next::GiveUp(GiveUpReason::RetryAfterBeyondDeadline)
         }
-        Some(asked) if asked >= backoff => (asked, DelayReason::RetryAfter),
-        _ => (backoff, backoff_reason),
+        Some(asked) if asked >= floor => (asked, DelayReason::RetryAfter),
+        _ => (floor, floor_reason),
     };
     if too_late(delay) {
-        return NextStep::GiveUp(GiveUp::DeadlineExceeded);
+        return Next::GiveUp(GiveUpReason::DeadlineExceeded);
     }
-    NextStep::Wait(delay, reason)
+    Next::Pause {
+        delay,
+        reason,
+        cause,
+    }
 }
 
 #[cfg(test)]
@@ -102,147 +153,108 @@ mod tests {
 
     const MS: Duration = Duration::from_millis(1);
 
+    /// A transient 503 after the first of three attempts, 1 s left, 100 ms backoff.
     fn facts() -> Facts {
         Facts {
+            ended: Ended::Response { retry: true },
+            conflict: false,
+            replayable: true,
             attempts_made: 1,
             max_attempts: 3,
             remaining: Some(1000 * MS),
             retry_after: None,
             retry_after_ceiling: 500 * MS,
-            backoff: 100 * MS,
-            conflict_floor: None,
+            conflict_delay: 400 * MS,
             min_attempt_window: 10 * MS,
         }
     }
 
+    fn pause(delay: Duration, reason: DelayReason) -> Next {
+        Next::Pause {
+            delay,
+            reason,
+            cause: RetryCause::Transient,
+        }
+    }
+
+    fn give_up(reason: GiveUpReason) -> Next {
+        Next::GiveUp(reason)
+    }
+
+    /// Every outcome of the decision, and every conflict between two rules: each
+    /// row changes the baseline (`facts()`) and names the rule that must win.
     #[test]
-    fn a_key_in_progress_is_not_polled_faster_than_the_conflict_floor() {
+    #[rustfmt::skip]
+    fn the_decision_table() {
+        use GiveUpReason::*;
+        let base = facts();
         let conflict = Facts {
-            conflict_floor: Some(400 * MS),
-            ..facts()
+            conflict: true,
+            ..base
         };
-        assert_eq!(
-            next_step(conflict),
-            NextStep::Wait(400 * MS, DelayReason::Conflict)
-        );
-        // The server's longer ask still wins; a longer backoff too.
-        let asked = Facts {
-            retry_after: Some(450 * MS),
-            ..conflict
-        };
-        assert_eq!(
-            next_step(asked),
-            NextStep::Wait(450 * MS, DelayReason::RetryAfter)
-        );
-        let long_backoff = Facts {
-            backoff: 600 * MS,
-            ..conflict
-        };
-        assert_eq!(
-            next_step(long_backoff),
-            NextStep::Wait(600 * MS, DelayReason::Backoff)
-        );
-        // A floor that cannot fit before the deadline ends the intent.
-        let late = Facts {
-            conflict_floor: Some(995 * MS),
-            ..facts()
-        };
-        assert_eq!(next_step(late), NextStep::GiveUp(GiveUp::DeadlineExceeded));
+        let rows: Vec<(&str, Facts, Duration, Next)> = vec![
+            ("transient, time and attempts left: the backoff", base, 100 * MS, pause(100 * MS, DelayReason::Backoff)),
+            ("a final response is delivered", Facts { ended: Ended::Response { retry: false }, ..base }, 100 * MS, Next::Deliver),
+            ("a final response beats no time left", Facts { ended: Ended::Response { retry: false }, remaining: Some(Duration::ZERO), ..base }, 100 * MS, Next::Deliver),
+            ("a failure not to retry", Facts { ended: Ended::Failed { retry: false }, ..base }, 100 * MS, give_up(NotRetryable)),
+            ("a request reqwest could not build", Facts { ended: Ended::InvalidRequest, ..base }, 100 * MS, give_up(InvalidRequest)),
+            ("not retryable beats a stream body", Facts { ended: Ended::Failed { retry: false }, replayable: false, ..base }, 100 * MS, give_up(NotRetryable)),
+            ("a stream body cannot be sent again", Facts { replayable: false, ..base }, 100 * MS, give_up(BodyNotReplayable)),
+            ("a stream body beats no time left", Facts { replayable: false, remaining: Some(Duration::ZERO), ..base }, 100 * MS, give_up(BodyNotReplayable)),
+            ("no attempt left beats a stream body", Facts { replayable: false, attempts_made: 3, ..base }, 100 * MS, give_up(AttemptsExhausted)),
+            ("no attempt left", Facts { attempts_made: 3, ..base }, 100 * MS, give_up(AttemptsExhausted)),
+            ("no time left beats no attempt left", Facts { attempts_made: 3, remaining: Some(Duration::ZERO), ..base }, 100 * MS, give_up(DeadlineExceeded)),
+            ("no time left", Facts { remaining: Some(Duration::ZERO), ..base }, 100 * MS, give_up(DeadlineExceeded)),
+            ("a pause that leaves no useful window", Facts { remaining: Some(105 * MS), ..base }, 100 * MS, give_up(DeadlineExceeded)),
+            ("no deadline: any pause fits", Facts { remaining: None, ..base }, 100 * MS, pause(100 * MS, DelayReason::Backoff)),
+            ("Retry-After longer than the backoff wins", Facts { retry_after: Some(300 * MS), ..base }, 100 * MS, pause(300 * MS, DelayReason::RetryAfter)),
+            ("a shorter Retry-After keeps the jitter", Facts { retry_after: Some(Duration::ZERO), ..base }, 100 * MS, pause(100 * MS, DelayReason::Backoff)),
+            ("Retry-After beyond the ceiling", Facts { retry_after: Some(600 * MS), remaining: None, ..base }, 100 * MS, give_up(RetryAfterBeyondCeiling)),
+            ("Retry-After beyond the ceiling beats beyond the deadline", Facts { retry_after: Some(600 * MS), remaining: Some(300 * MS), ..base }, 100 * MS, give_up(RetryAfterBeyondCeiling)),
+            ("Retry-After beyond the deadline", Facts { retry_after: Some(400 * MS), remaining: Some(300 * MS), ..base }, 100 * MS, give_up(RetryAfterBeyondDeadline)),
+            ("no attempt left beats Retry-After beyond the ceiling", Facts { retry_after: Some(600 * MS), attempts_made: 3, ..base }, 100 * MS, give_up(AttemptsExhausted)),
+            ("a 409 waits at least the conflict delay", conflict, 100 * MS, Next::Pause { delay: 400 * MS, reason: DelayReason::Conflict, cause: RetryCause::Conflict }),
+            ("a 409 with a longer Retry-After", Facts { retry_after: Some(450 * MS), ..conflict }, 100 * MS, Next::Pause { delay: 450 * MS, reason: DelayReason::RetryAfter, cause: RetryCause::Conflict }),
+            ("a 409 with a longer backoff", conflict, 600 * MS, Next::Pause { delay: 600 * MS, reason: DelayReason::Backoff, cause: RetryCause::Conflict }),
+            ("a 409 whose wait cannot fit", Facts { remaining: Some(405 * MS), ..conflict }, 100 * MS, give_up(DeadlineExceeded)),
+        ];
+        for (rule, facts, backoff, expected) in rows {
+            assert_eq!(after_attempt(facts, || backoff), expected, "{rule}");
+        }
     }
 
     #[test]
-    fn waits_the_backoff_when_the_server_says_nothing() {
-        assert_eq!(
-            next_step(facts()),
-            NextStep::Wait(100 * MS, DelayReason::Backoff)
-        );
+    fn no_jitter_is_drawn_when_no_retry_can_follow() {
+        for facts in [
+            Facts {
+                attempts_made: 3,
+                ..facts()
+            },
+            Facts {
+                ended: Ended::Response { retry: false },
+                ..facts()
+            },
+            Facts {
+                replayable: false,
+                ..facts()
+            },
+            Facts {
+                remaining: Some(Duration::ZERO),
+                ..facts()
+            },
+        ] {
+            let _ = after_attempt(facts, || panic!("drew jitter for {facts:?}"));
+        }
     }
 
     #[test]
-    fn retry_after_is_never_undercut_and_a_shorter_ask_keeps_the_jitter() {
-        let longer = Facts {
-            retry_after: Some(300 * MS),
-            ..facts()
-        };
-        assert_eq!(
-            next_step(longer),
-            NextStep::Wait(300 * MS, DelayReason::RetryAfter)
-        );
-        let shorter = Facts {
-            retry_after: Some(Duration::ZERO),
-            ..facts()
-        };
-        assert_eq!(
-            next_step(shorter),
-            NextStep::Wait(100 * MS, DelayReason::Backoff)
-        );
-    }
-
-    #[test]
-    fn no_retry_without_a_useful_window_after_the_pause() {
-        let f = Facts {
-            remaining: Some(105 * MS),
-            ..facts()
-        };
-        // 100 ms of pause would leave 5 ms, less than the 10 ms window.
-        assert_eq!(next_step(f), NextStep::GiveUp(GiveUp::DeadlineExceeded));
+    fn the_useful_window_is_a_tenth_of_the_longest_attempt() {
         let s = Duration::from_secs(1);
         assert_eq!(min_attempt_window(Some(2 * s), None), 200 * MS);
         // A per-request deadline shorter than the policy's attempt timeout wins.
         assert_eq!(min_attempt_window(Some(10 * s), Some(s)), 100 * MS);
         assert_eq!(min_attempt_window(None, Some(s)), 100 * MS);
         assert_eq!(min_attempt_window(None, None), 10 * MS);
-    }
-
-    #[test]
-    fn retry_after_beyond_ceiling_or_deadline_gives_up_at_once() {
-        let beyond_ceiling = Facts {
-            retry_after: Some(600 * MS),
-            remaining: None,
-            ..facts()
-        };
-        assert_eq!(
-            next_step(beyond_ceiling),
-            NextStep::GiveUp(GiveUp::RetryAfterBeyondCeiling)
-        );
-        let beyond_deadline = Facts {
-            retry_after: Some(400 * MS),
-            remaining: Some(300 * MS),
-            ..facts()
-        };
-        assert_eq!(
-            next_step(beyond_deadline),
-            NextStep::GiveUp(GiveUp::RetryAfterBeyondDeadline)
-        );
-    }
-
-    #[test]
-    fn attempts_and_deadline_end_the_intent() {
-        let exhausted = Facts {
-            attempts_made: 3,
-            ..facts()
-        };
-        assert_eq!(
-            next_step(exhausted),
-            NextStep::GiveUp(GiveUp::AttemptsExhausted)
-        );
-        let expired = Facts {
-            attempts_made: 3,
-            remaining: Some(Duration::ZERO),
-            ..facts()
-        };
-        assert_eq!(
-            next_step(expired),
-            NextStep::GiveUp(GiveUp::DeadlineExceeded)
-        );
-        let pause_too_long = Facts {
-            remaining: Some(100 * MS),
-            ..facts()
-        };
-        assert_eq!(
-            next_step(pause_too_long),
-            NextStep::GiveUp(GiveUp::DeadlineExceeded)
-        );
     }
 
     proptest! {
@@ -252,20 +264,25 @@ mod tests {
             remaining in proptest::option::of(0u64..10_000),
             retry_after in proptest::option::of(0u64..20_000),
             ceiling in 0u64..20_000, backoff in 0u64..5_000, window in 0u64..1_000,
-            floor in proptest::option::of(0u64..5_000),
+            conflict in any::<bool>(), conflict_delay in 0u64..5_000,
+            replayable in any::<bool>(),
         ) {
             let f = Facts {
+                ended: Ended::Failed { retry: true },
+                conflict,
+                replayable,
                 attempts_made, max_attempts,
                 remaining: remaining.map(Duration::from_millis),
                 retry_after: retry_after.map(Duration::from_millis),
                 retry_after_ceiling: Duration::from_millis(ceiling),
-                backoff: Duration::from_millis(backoff),
-                conflict_floor: floor.map(Duration::from_millis),
+                conflict_delay: Duration::from_millis(conflict_delay),
                 min_attempt_window: Duration::from_millis(window),
             };
-            let floored = f.backoff.max(f.conflict_floor.unwrap_or_default());
-            if let NextStep::Wait(delay, reason) = next_step(f) {
+            let backoff = Duration::from_millis(backoff);
+            let floored = if conflict { backoff.max(f.conflict_delay) } else { backoff };
+            if let Next::Pause { delay, reason, .. } = after_attempt(f, || backoff) {
                 prop_assert!(attempts_made < max_attempts);
+                prop_assert!(replayable);
                 if let Some(left) = f.remaining {
                     prop_assert!(delay + f.min_attempt_window <= left);
                 }

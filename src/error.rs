@@ -11,6 +11,7 @@ use http::StatusCode;
 
 use crate::attempt_log::{AttemptLog, AttemptOutcome};
 use crate::failure::{self, TransportFailure};
+use crate::gate::GateRefusal;
 use crate::idempotency::{IdempotencyKey, InvalidKey};
 
 /// Why an intent gave up.
@@ -27,6 +28,10 @@ pub enum GiveUpReason {
     RetryAfterBeyondDeadline,
     /// The shared retry budget refused the retry.
     BudgetExhausted,
+    /// Another [`Gate`](crate::Gate) (a circuit breaker, a throttle) held back an
+    /// attempt: the first one (nothing was sent) or a retry. See
+    /// [`Error::gate_refusal`].
+    GateRefused,
     /// The body was a stream, sent once, and could not be sent again.
     BodyNotReplayable,
     /// The failure is not transient, or a retry would not be safe (a POST without
@@ -48,6 +53,7 @@ impl GiveUpReason {
             Self::RetryAfterBeyondCeiling => "retry_after_beyond_ceiling",
             Self::RetryAfterBeyondDeadline => "retry_after_beyond_deadline",
             Self::BudgetExhausted => "budget_exhausted",
+            Self::GateRefused => "gate_refused",
             Self::BodyNotReplayable => "body_not_replayable",
             Self::NotRetryable => "not_retryable",
             Self::InvalidRequest => "invalid_request",
@@ -69,6 +75,8 @@ struct Inner {
     log: AttemptLog,
     outcome_unknown: bool,
     elapsed: Duration,
+    /// The gate that held back the next attempt, for `BudgetExhausted` and `GateRefused`.
+    refusal: Option<GateRefusal>,
 }
 
 /// Everything the retry loop knows when it gives up.
@@ -91,7 +99,8 @@ pub(crate) enum LastResult {
     Nothing,
 }
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+/// Any error, boxed: an observer's refusal, another middleware's failure.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 impl Error {
     pub(crate) fn give_up(reason: GiveUpReason, last: LastResult, context: GiveUpContext) -> Self {
@@ -107,8 +116,26 @@ impl Error {
                 log: context.log,
                 outcome_unknown: context.outcome_unknown,
                 elapsed: context.elapsed,
+                refusal: None,
             }),
         }
+    }
+
+    /// A gate held back the next attempt: the first (then nothing was sent, and
+    /// `last` is nothing) or a retry (then `last` is the earlier attempt's result).
+    pub(crate) fn gate_refused(
+        refusal: GateRefusal,
+        last: LastResult,
+        context: GiveUpContext,
+    ) -> Self {
+        let reason = if refusal.budget {
+            GiveUpReason::BudgetExhausted
+        } else {
+            GiveUpReason::GateRefused
+        };
+        let mut error = Self::give_up(reason, last, context);
+        error.inner.refusal = Some(refusal);
+        error
     }
 
     /// The request could not be built; nothing was sent.
@@ -187,6 +214,20 @@ impl Error {
     /// The shared retry budget refused the retry.
     pub fn is_budget_exhausted(&self) -> bool {
         self.inner.reason == GiveUpReason::BudgetExhausted
+    }
+
+    /// A gate other than the budget (a circuit breaker, a throttle) held back an
+    /// attempt; [`gate_refusal`](Self::gate_refusal) names it. When it held back
+    /// the first attempt, nothing was sent and the outcome is known.
+    pub fn is_gate_refused(&self) -> bool {
+        self.inner.reason == GiveUpReason::GateRefused
+    }
+
+    /// The gate that held back the next attempt (the budget included), and when it
+    /// expects to admit again. This is the client's own estimate; the server's
+    /// word is [`retry_after`](Self::retry_after).
+    pub fn gate_refusal(&self) -> Option<&GateRefusal> {
+        self.inner.refusal.as_ref()
     }
 
     /// A streamed body was sent once and could not be replayed.
@@ -344,6 +385,13 @@ impl fmt::Display for Error {
                 inner.retry_after.unwrap_or_default()
             )?,
             GiveUpReason::BudgetExhausted => write!(f, "retry budget exhausted after {attempts}")?,
+            GiveUpReason::GateRefused => match (&inner.refusal, self.attempts()) {
+                (Some(refusal), 0) => {
+                    write!(f, "{refusal} before the first attempt; nothing was sent")?
+                }
+                (Some(refusal), _) => write!(f, "retry {refusal} after {attempts}")?,
+                (None, _) => write!(f, "held back by a gate after {attempts}")?,
+            },
             GiveUpReason::BodyNotReplayable => write!(
                 f,
                 "attempt failed and the streamed body cannot be sent again"

@@ -61,10 +61,10 @@
 //!
 //! # Extension points
 //! * [`IntentObserver`] — told when an intent starts (before its first byte, and
-//!   able to refuse it), after each attempt, and when it ends: metrics, audit, a
-//!   write-ahead journal;
-//! * [`RetryGate`] — asked before every retry, told every outcome: the
-//!   [`RetryBudget`] is one, a circuit breaker another;
+//!   able to refuse it), after each attempt, when a retry is scheduled, and when it
+//!   ends: metrics, audit, a write-ahead journal;
+//! * [`Gate`] — asked before every attempt (the first one too), told every outcome:
+//!   the [`RetryBudget`] is one, a circuit breaker another;
 //! * [`Classifier`] — decides what is transient, and may say when to come back
 //!   ([`Decision::RetryAfter`]).
 //!
@@ -127,6 +127,7 @@ mod retry_after;
 mod sleeper;
 mod telemetry;
 mod template;
+mod transport;
 
 #[cfg(feature = "serde")]
 mod config;
@@ -145,13 +146,13 @@ pub use classify::{
 };
 pub use client::{RequestBuilder, ResilientClient, MAX_CONNECT_TIMEOUT};
 pub use clock::{Clock, SystemClock, VirtualClock};
-pub use error::{Error, GiveUpReason};
+pub use error::{BoxError, Error, GiveUpReason};
 pub use failure::TransportFailure;
-pub use gate::{GateScope, RetryCause, RetryGate};
+pub use gate::{Gate, GateRefusal, GateScope, RetryCause};
 pub use idempotency::{IdempotencyKey, InvalidKey, KeyAttachment, KeyFormat, MAX_KEY_LEN};
 pub use ids::RequestId;
 pub use observer::{
-    AttemptFinished, BoxError, IntentEnd, IntentObserver, IntentStart, ObserverFuture,
+    AttemptFinished, IntentEnd, IntentObserver, IntentStart, ObserverFuture, RetryScheduled,
 };
 pub use options::IntentOptions;
 pub use policy::{BuildError, RetryPolicy, RetryPolicyBuilder};

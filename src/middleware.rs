@@ -52,9 +52,10 @@ use std::future::Future;
 use http::Extensions;
 use reqwest_middleware::{Middleware, Next};
 
-use crate::intent::{self, Intent, Transport, TransportError};
+use crate::intent::{self, Intent};
 use crate::options::IntentOptions;
 use crate::policy::RetryPolicy;
+use crate::transport::{Transport, TransportError};
 
 /// Runs each request through the chain as one intent under a [`RetryPolicy`].
 #[derive(Debug, Clone)]

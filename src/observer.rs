@@ -2,23 +2,25 @@
 //!
 //! tracing covers logs and spans. Metrics, audit trails and a write-ahead journal
 //! need more: a hook *before* the first byte leaves that can still stop the intent,
-//! one per attempt, and one at the end with the verdict. An [`IntentObserver`] gets
-//! exactly those three calls, in that order, for every intent of the policies (or
-//! single requests) it is attached to. With none attached the loop skips all of it.
+//! one per attempt, one when a retry is actually scheduled, and one at the end with
+//! the verdict. An [`IntentObserver`] gets those calls, in that order, for every
+//! intent of the policies (or single requests) it is attached to. With none
+//! attached the loop skips all of it; an observer with only the synchronous hooks
+//! (a metrics counter) costs the intent no allocation.
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::header::HeaderName;
 use http::{HeaderMap, Method, StatusCode};
 
-use crate::attempt_log::{AttemptLog, AttemptRecord, ResponseExt};
-use crate::error::{Error, GiveUpReason};
+use crate::attempt_log::{AttemptLog, AttemptRecord, DelayReason, ResponseExt};
+use crate::error::{BoxError, Error, GiveUpReason};
+use crate::gate::RetryCause;
 use crate::idempotency::IdempotencyKey;
-
-/// An error an observer returns to refuse an intent.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+use crate::ids::RequestId;
 
 /// The future an observer's async hooks return.
 pub type ObserverFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -47,31 +49,39 @@ pub type ObserverFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// An intent without a deadline waits for its observers as long as they take.
 ///
 /// # Examples
-/// Counting attempts, retries and give-ups by reason (see `examples/metrics.rs`
-/// for the whole recipe):
+/// Counting attempts, retries and give-ups by reason with the synchronous hooks
+/// only (see `examples/metrics.rs` for the whole recipe):
 /// ```
 /// use std::sync::atomic::{AtomicU64, Ordering};
 /// use std::sync::Arc;
-/// use reqwest_resilience::{AttemptFinished, IntentEnd, IntentObserver, ObserverFuture, RetryPolicy};
+/// use reqwest_resilience::{AttemptFinished, IntentEnd, IntentObserver, RetryPolicy, RetryScheduled};
 ///
 /// #[derive(Default)]
 /// struct Metrics {
 ///     attempts: AtomicU64,
+///     retries: AtomicU64,
 ///     gave_up: AtomicU64,
 /// }
 ///
 /// struct Count(Arc<Metrics>);
 ///
 /// impl IntentObserver for Count {
+///     fn needs_async_hooks(&self) -> bool {
+///         false // only counters: the intent need not await this observer
+///     }
+///
 ///     fn attempt_finished(&self, _: &AttemptFinished<'_>) {
 ///         self.0.attempts.fetch_add(1, Ordering::Relaxed);
 ///     }
 ///
-///     fn ended<'a>(&'a self, end: &'a IntentEnd<'a>) -> ObserverFuture<'a, ()> {
+///     fn retry_scheduled(&self, _: &RetryScheduled<'_>) {
+///         self.0.retries.fetch_add(1, Ordering::Relaxed);
+///     }
+///
+///     fn finished(&self, end: &IntentEnd<'_>) {
 ///         if end.gave_up().is_some() {
 ///             self.0.gave_up.fetch_add(1, Ordering::Relaxed);
 ///         }
-///         Box::pin(async {})
 ///     }
 /// }
 ///
@@ -98,19 +108,48 @@ pub trait IntentObserver: Send + Sync + 'static {
         Box::pin(std::future::ready(Ok(())))
     }
 
-    /// After each attempt, before any pause. Synchronous and on the request path:
-    /// keep it cheap (count, enqueue), never block.
+    /// After each attempt, before the gates are asked about a retry (so
+    /// [`AttemptFinished::is_retryable`] is the policy's wish, not a promise).
+    /// Synchronous and on the request path: keep it cheap (count, enqueue), never
+    /// block.
     fn attempt_finished(&self, attempt: &AttemptFinished<'_>) {
         let _ = attempt;
+    }
+
+    /// A retry is scheduled: the decision, the deadline and every gate agreed, and
+    /// the pause starts now. Synchronous, like `attempt_finished`.
+    fn retry_scheduled(&self, retry: &RetryScheduled<'_>) {
+        let _ = retry;
+    }
+
+    /// Once, when the intent ends with a response or an error, before `ended` and
+    /// before the caller gets the result. Synchronous, like `attempt_finished`:
+    /// the end hook for metrics. Called for every observer whose `started` ran (or
+    /// would have run: see [`needs_async_hooks`](Self::needs_async_hooks)).
+    fn finished(&self, end: &IntentEnd<'_>) {
+        let _ = end;
     }
 
     /// Once, when the intent ends with a response or an error; awaited before the
     /// caller gets that result. Called for every observer whose `started` ran,
     /// including one whose `started` refused the intent and those before a later
     /// one that refused it (the error then says [`GiveUpReason::ObserverRefused`]).
-    fn ended<'a>(&'a self, end: &'a IntentEnd<'a>) -> ObserverFuture<'a, ()> {
+    ///
+    /// An `Err` says the observer could not record the end (a journal's write
+    /// failed): the caller's error, if it got one, is then marked
+    /// [outcome unknown](Error::is_outcome_unknown), because an observer that
+    /// wrote the intent ahead may still resume it.
+    fn ended<'a>(&'a self, end: &'a IntentEnd<'a>) -> ObserverFuture<'a, Result<(), BoxError>> {
         let _ = end;
-        Box::pin(std::future::ready(()))
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    /// False when the observer implements only the synchronous hooks
+    /// (`attempt_finished`, `retry_scheduled`, `finished`): then its `started`
+    /// and `ended` are never called, and an intent with only such observers runs
+    /// without awaiting (or allocating for) any of them. Defaults to true.
+    fn needs_async_hooks(&self) -> bool {
+        true
     }
 
     /// True when [`started`](Self::started) needs the bytes of a body made by
@@ -125,6 +164,7 @@ pub trait IntentObserver: Send + Sync + 'static {
 /// An intent about to send its first attempt: what will go on the wire.
 #[derive(Debug)]
 pub struct IntentStart<'a> {
+    pub(crate) intent_id: RequestId,
     pub(crate) key: Option<&'a IdempotencyKey>,
     pub(crate) key_header: &'a HeaderName,
     pub(crate) request: &'a reqwest::Request,
@@ -133,6 +173,12 @@ pub struct IntentStart<'a> {
 }
 
 impl<'a> IntentStart<'a> {
+    /// Identifies the intent, keyed or not, in every hook: the request id its
+    /// first attempt will carry.
+    pub fn intent_id(&self) -> RequestId {
+        self.intent_id
+    }
+
     /// The idempotency key every attempt will carry, if any.
     pub fn key(&self) -> Option<&'a IdempotencyKey> {
         self.key
@@ -181,6 +227,7 @@ impl<'a> IntentStart<'a> {
 /// One attempt of an intent has ended.
 #[derive(Debug)]
 pub struct AttemptFinished<'a> {
+    pub(crate) intent_id: RequestId,
     pub(crate) key: Option<&'a IdempotencyKey>,
     pub(crate) method: &'a Method,
     pub(crate) url: &'a reqwest::Url,
@@ -189,6 +236,11 @@ pub struct AttemptFinished<'a> {
 }
 
 impl<'a> AttemptFinished<'a> {
+    /// Identifies the intent (see [`IntentStart::intent_id`]).
+    pub fn intent_id(&self) -> RequestId {
+        self.intent_id
+    }
+
     /// The intent's idempotency key, if any.
     pub fn key(&self) -> Option<&'a IdempotencyKey> {
         self.key
@@ -216,15 +268,70 @@ impl<'a> AttemptFinished<'a> {
     }
 }
 
+/// A retry was scheduled: the pause before it starts now.
+#[derive(Debug)]
+pub struct RetryScheduled<'a> {
+    pub(crate) intent_id: RequestId,
+    pub(crate) method: &'a Method,
+    pub(crate) url: &'a reqwest::Url,
+    pub(crate) record: &'a AttemptRecord,
+    pub(crate) delay: Duration,
+    pub(crate) reason: DelayReason,
+    pub(crate) cause: RetryCause,
+}
+
+impl<'a> RetryScheduled<'a> {
+    /// Identifies the intent (see [`IntentStart::intent_id`]).
+    pub fn intent_id(&self) -> RequestId {
+        self.intent_id
+    }
+
+    /// The method.
+    pub fn method(&self) -> &'a Method {
+        self.method
+    }
+
+    /// The URL.
+    pub fn url(&self) -> &'a reqwest::Url {
+        self.url
+    }
+
+    /// The attempt that will be retried.
+    pub fn record(&self) -> &'a AttemptRecord {
+        self.record
+    }
+
+    /// How long the pause lasts.
+    pub fn delay(&self) -> Duration {
+        self.delay
+    }
+
+    /// Why the pause has that length.
+    pub fn reason(&self) -> DelayReason {
+        self.reason
+    }
+
+    /// Why the intent retries.
+    pub fn cause(&self) -> RetryCause {
+        self.cause
+    }
+}
+
 /// An intent has ended: the response the caller gets, or the error.
 #[derive(Debug)]
 pub struct IntentEnd<'a> {
+    pub(crate) intent_id: RequestId,
     pub(crate) method: &'a Method,
     pub(crate) url: &'a reqwest::Url,
     pub(crate) result: &'a Result<reqwest::Response, Error>,
 }
 
 impl<'a> IntentEnd<'a> {
+    /// Identifies the intent (see [`IntentStart::intent_id`]).
+    pub fn intent_id(&self) -> RequestId {
+        self.intent_id
+    }
+
     /// The method.
     pub fn method(&self) -> &'a Method {
         self.method
@@ -284,5 +391,136 @@ impl<'a> IntentEnd<'a> {
     /// The error, when the intent gave up.
     pub fn error(&self) -> Option<&'a Error> {
         self.result.as_ref().err()
+    }
+}
+
+/// The observers of one intent, in the order they are told (the policy's, then the
+/// request's own), and how many of them heard `started`.
+pub(crate) struct Observers<'p> {
+    policy: &'p [Arc<dyn IntentObserver>],
+    request: Vec<Arc<dyn IntentObserver>>,
+    /// How many, in order, reached `started` (or would have, for those without
+    /// async hooks): exactly these hear how the intent ended.
+    reached: usize,
+}
+
+impl<'p> Observers<'p> {
+    pub(crate) fn new(
+        policy: &'p [Arc<dyn IntentObserver>],
+        request: Vec<Arc<dyn IntentObserver>>,
+    ) -> Self {
+        Self {
+            policy,
+            request,
+            reached: 0,
+        }
+    }
+
+    fn all(&self) -> impl Iterator<Item = &Arc<dyn IntentObserver>> {
+        self.policy.iter().chain(&self.request)
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.policy.is_empty() && self.request.is_empty()
+    }
+
+    pub(crate) fn need_body_bytes(&self) -> bool {
+        self.all().any(|observer| observer.needs_body_bytes())
+    }
+
+    /// Calls each observer's `started`, in order, each within the time `left()`
+    /// says is left (no limit for `None`). Stops at the first refusal.
+    pub(crate) async fn start(
+        &mut self,
+        start: &IntentStart<'_>,
+        left: impl Fn() -> Option<Duration>,
+    ) -> Result<(), StartRefused> {
+        let mut outcome = Ok(());
+        let mut reached = 0;
+        for observer in self.policy.iter().chain(&self.request) {
+            reached += 1;
+            if !observer.needs_async_hooks() {
+                continue;
+            }
+            match within(left(), observer.started(start)).await {
+                Some(Ok(())) => continue,
+                Some(Err(refusal)) => outcome = Err(StartRefused::Refused(refusal)),
+                None => outcome = Err(StartRefused::OutOfTime),
+            }
+            break;
+        }
+        self.reached = reached;
+        outcome
+    }
+
+    /// Counts every observer as reached without calling `started`: for intents
+    /// whose observers have no async hooks.
+    pub(crate) fn start_without_waiting(&mut self) {
+        self.reached = self.policy.len() + self.request.len();
+    }
+
+    pub(crate) fn attempt_finished(&self, finished: &AttemptFinished<'_>) {
+        for observer in self.all() {
+            observer.attempt_finished(finished);
+        }
+    }
+
+    pub(crate) fn retry_scheduled(&self, retry: &RetryScheduled<'_>) {
+        for observer in self.all() {
+            observer.retry_scheduled(retry);
+        }
+    }
+
+    /// Tells every observer that was reached how the intent ended: `finished`,
+    /// then `ended` within the time `left()` says is left. True when every `ended`
+    /// returned `Ok` in time.
+    pub(crate) async fn end(
+        &self,
+        end: &IntentEnd<'_>,
+        left: impl Fn() -> Option<Duration>,
+    ) -> bool {
+        let reached = || self.all().take(self.reached);
+        for observer in reached() {
+            observer.finished(end);
+        }
+        let mut all_heard = true;
+        for observer in reached().filter(|observer| observer.needs_async_hooks()) {
+            match within(left(), observer.ended(end)).await {
+                Some(Ok(())) => {}
+                Some(Err(error)) => {
+                    tracing::warn!(error = %error, "an intent observer could not record how the intent ended");
+                    all_heard = false;
+                }
+                None => {
+                    tracing::warn!(
+                        "an intent observer's `ended` outlived the deadline and was cut off"
+                    );
+                    all_heard = false;
+                }
+            }
+        }
+        all_heard
+    }
+
+    /// True when some observer needs its async hooks awaited.
+    pub(crate) fn need_waiting(&self) -> bool {
+        self.all().any(|observer| observer.needs_async_hooks())
+    }
+}
+
+/// Why the observers' `started` stopped the intent.
+pub(crate) enum StartRefused {
+    /// An observer refused, with its reason.
+    Refused(BoxError),
+    /// An observer was still running when the deadline came.
+    OutOfTime,
+}
+
+/// Awaits `hook` for at most `limit` (no limit without a deadline); `None` when the
+/// time ran out and the hook was dropped.
+async fn within<F: Future>(limit: Option<Duration>, hook: F) -> Option<F::Output> {
+    match limit {
+        Some(limit) => tokio::time::timeout(limit, hook).await.ok(),
+        None => Some(hook.await),
     }
 }

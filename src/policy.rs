@@ -19,7 +19,7 @@ use crate::budget::RetryBudget;
 use crate::classify::{is_idempotent_method, Classifier, Rules, StatusSet};
 use crate::clock::{Clock, SystemClock};
 use crate::deadline::AttemptTimeout;
-use crate::gate::RetryGate;
+use crate::gate::Gate;
 use crate::idempotency::{KeyAttachment, KeyFormat};
 use crate::observer::IntentObserver;
 use crate::sleeper::{Sleeper, TokioSleeper};
@@ -86,7 +86,7 @@ pub(crate) struct PolicyInner {
     budget: RetryBudget,
     /// The user's gates, then the budget (asked last, so that it is charged only
     /// for retries that happen).
-    pub(crate) gates: Vec<Arc<dyn RetryGate>>,
+    pub(crate) gates: Vec<Arc<dyn Gate>>,
     pub(crate) observers: Vec<Arc<dyn IntentObserver>>,
     pub(crate) sleeper: Arc<dyn Sleeper>,
     pub(crate) clock: Arc<dyn Clock>,
@@ -295,7 +295,7 @@ pub struct RetryPolicyBuilder {
     request_id_header: String,
     /// `None`: each built policy gets a budget of its own, with the defaults.
     budget: Option<RetryBudget>,
-    gates: Vec<Arc<dyn RetryGate>>,
+    gates: Vec<Arc<dyn Gate>>,
     observers: Vec<Arc<dyn IntentObserver>>,
     sleeper: Arc<dyn Sleeper>,
     clock: Arc<dyn Clock>,
@@ -432,10 +432,10 @@ impl RetryPolicyBuilder {
         self.budget(RetryBudget::unlimited())
     }
 
-    /// Adds a [`RetryGate`] (e.g. a circuit breaker), asked before every retry
-    /// after the gates added before it and before the budget. Several may be added;
-    /// a retry needs every one's consent.
-    pub fn retry_gate(mut self, gate: impl RetryGate) -> Self {
+    /// Adds a [`Gate`] (a circuit breaker, a throttle), asked before every attempt
+    /// (the first one too) after the gates added before it and before the budget.
+    /// Several may be added; an attempt needs every one's consent.
+    pub fn gate(mut self, gate: impl Gate) -> Self {
         self.gates.push(Arc::new(gate));
         self
     }

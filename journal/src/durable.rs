@@ -107,18 +107,21 @@ impl IntentObserver for DurableObserver {
         })
     }
 
-    fn ended<'a>(&'a self, end: &'a IntentEnd<'a>) -> ObserverFuture<'a, ()> {
+    fn ended<'a>(&'a self, end: &'a IntentEnd<'a>) -> ObserverFuture<'a, Result<(), CoreBoxError>> {
         Box::pin(async move {
             let lease = self.lease.lock().unwrap_or_else(|e| e.into_inner()).take();
             let Some(lease) = lease else {
-                return; // never written ahead
+                return Ok(()); // never written ahead
             };
             let outcome = first_run_outcome(end, self.journal.settings().unknown_retry_after);
             if let Err(error) = self.journal.store().record(&lease, &outcome).await {
                 // The row stays in_flight until its lease expires; a resume then
                 // resends it with the same key, and the server replays its result.
+                // The caller is told the outcome is unknown (by the core).
                 tracing::warn!(%error, state = %outcome.state(), "journal: result not recorded");
+                return Err(error.into());
             }
+            Ok(())
         })
     }
 }

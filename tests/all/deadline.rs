@@ -283,10 +283,13 @@ impl reqwest_resilience::IntentObserver for Slow {
     fn ended<'a>(
         &'a self,
         _: &'a reqwest_resilience::IntentEnd<'a>,
-    ) -> reqwest_resilience::ObserverFuture<'a, ()> {
+    ) -> reqwest_resilience::ObserverFuture<'a, Result<(), reqwest_resilience::BoxError>> {
         self.ended_calls
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        Box::pin(tokio::time::sleep(self.ended))
+        Box::pin(async move {
+            tokio::time::sleep(self.ended).await;
+            Ok(())
+        })
     }
 }
 

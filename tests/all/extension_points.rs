@@ -7,9 +7,9 @@ use std::time::{Duration, SystemTime};
 use bytes::Bytes;
 use reqwest_resilience::testing::RetryAfter;
 use reqwest_resilience::{
-    AttemptFinished, AttemptOutcome, BoxError, Decision, DelayReason, GateScope, GiveUpReason,
-    IntentEnd, IntentObserver, IntentStart, ObserverFuture, RecordingSleeper, ResilientClient,
-    RetryBudget, RetryCause, RetryGate, VirtualClock,
+    AttemptFinished, AttemptOutcome, BoxError, Decision, DelayReason, Gate, GateRefusal, GateScope,
+    GiveUpReason, IntentEnd, IntentObserver, IntentStart, ObserverFuture, RecordingSleeper,
+    ResilientClient, RetryBudget, RetryCause, VirtualClock,
 };
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
@@ -81,7 +81,10 @@ impl IntentObserver for Recorder {
             .push(attempt.record().request_id().as_uuid().to_string());
     }
 
-    fn ended<'a>(&'a self, end: &'a IntentEnd<'a>) -> ObserverFuture<'a, ()> {
+    fn ended<'a>(
+        &'a self,
+        end: &'a IntentEnd<'a>,
+    ) -> ObserverFuture<'a, Result<(), reqwest_resilience::BoxError>> {
         let line = format!(
             "ended status={:?} gave_up={:?} unknown={} attempts={}",
             end.status().map(|status| status.as_u16()),
@@ -89,7 +92,10 @@ impl IntentObserver for Recorder {
             end.is_outcome_unknown(),
             end.attempt_log().map_or(0, |log| log.len()),
         );
-        Box::pin(async move { self.seen.events.lock().unwrap().push(line) })
+        Box::pin(async move {
+            self.seen.events.lock().unwrap().push(line);
+            Ok(())
+        })
     }
 
     fn needs_body_bytes(&self) -> bool {
@@ -299,21 +305,30 @@ impl CountingGate {
 
 struct Shared(Arc<CountingGate>);
 
-impl RetryGate for Shared {
-    fn intent_started(&self, scope: &GateScope<'_>) {
-        assert_eq!(scope.host(), "127.0.0.1");
-        self.0.started.fetch_add(1, Ordering::SeqCst);
+impl Gate for Shared {
+    fn name(&self) -> &str {
+        "counting"
     }
 
-    fn attempt_finished(&self, _: &GateScope<'_>, _: &AttemptOutcome, transient: bool) {
-        if transient {
-            self.0.finished_transient.fetch_add(1, Ordering::SeqCst);
+    fn admit(&self, scope: &GateScope<'_>) -> Result<(), GateRefusal> {
+        assert_eq!(scope.host(), "127.0.0.1");
+        let Some(cause) = scope.retry_cause() else {
+            assert_eq!(scope.attempt(), 1);
+            self.0.started.fetch_add(1, Ordering::SeqCst);
+            return Ok(());
+        };
+        self.0.causes.lock().unwrap().push(cause);
+        if self.0.asked.fetch_add(1, Ordering::SeqCst) < self.0.allowed {
+            Ok(())
+        } else {
+            Err(GateRefusal::new("counting").with_retry_after(Duration::from_secs(3)))
         }
     }
 
-    fn allow_retry(&self, _: &GateScope<'_>, cause: RetryCause) -> bool {
-        self.0.causes.lock().unwrap().push(cause);
-        self.0.asked.fetch_add(1, Ordering::SeqCst) < self.0.allowed
+    fn attempt_finished(&self, _: &GateScope<'_>, _: &AttemptOutcome, struggling: bool) {
+        if struggling {
+            self.0.finished_transient.fetch_add(1, Ordering::SeqCst);
+        }
     }
 }
 
@@ -330,13 +345,26 @@ async fn a_custom_gate_is_asked_before_every_retry_and_its_no_ends_the_intent() 
     let (client, sleeper) = client_with(|p| {
         p.max_attempts(5)
             .budget(budget.clone())
-            .retry_gate(Shared(gate.clone()))
+            .gate(Shared(gate.clone()))
     });
     let before = budget.available_at("127.0.0.1", std::time::Instant::now());
 
     let error = client.get(server.uri()).send().await.unwrap_err();
 
-    assert!(error.is_budget_exhausted(), "{error}");
+    // The refusal names the gate; it is not the budget's.
+    assert!(error.is_gate_refused(), "{error}");
+    assert!(!error.is_budget_exhausted());
+    let refusal = error.gate_refusal().unwrap();
+    assert_eq!(refusal.gate(), "counting");
+    assert_eq!(refusal.retry_after(), Some(Duration::from_secs(3)));
+    assert_eq!(
+        error.retry_after(),
+        None,
+        "the gate's estimate is not the server's word"
+    );
+    assert!(error.to_string().contains("counting"), "{error}");
+    // The earlier attempt's outcome stands: a 503 may have been processed.
+    assert!(error.is_outcome_unknown());
     assert_eq!(error.attempts(), 2);
     assert_eq!(gate.started.load(Ordering::SeqCst), 1);
     assert_eq!(gate.finished_transient.load(Ordering::SeqCst), 2);
@@ -365,7 +393,7 @@ async fn waiting_out_a_409_is_paced_by_the_conflict_delay_and_not_charged_to_the
     let (client, sleeper) = client_with(|p| {
         p.budget(empty)
             .conflict_delay(250 * MS)
-            .retry_gate(Shared(gate.clone()))
+            .gate(Shared(gate.clone()))
     });
 
     let response = client.post(server.uri()).send().await.unwrap();

@@ -44,6 +44,9 @@ async fn stress_2000_intents_at_concurrency_200_with_30_percent_faults() {
     // within the shared budget.
     let policy = RetryPolicy::builder()
         .deadline(DEADLINE)
+        // The whole deadline per attempt: the attempt timeout also bounds reading
+        // the body, and 200 tasks on 2 cores can starve a read for over a second.
+        .attempt_timeout(DEADLINE)
         .backoff(Backoff::full_jitter(10 * MS, 100 * MS))
         .rng_seed(0x57E5)
         .build()
