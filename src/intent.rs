@@ -157,6 +157,7 @@ impl<T: Transport> Intent<T> {
         let mut result = result;
         let end = IntentEnd {
             intent_id,
+            elapsed: policy.clock.now().saturating_duration_since(started),
             method: &prepared.method,
             url: prepared.requests.url(),
             result: &result,

@@ -321,6 +321,7 @@ impl<'a> RetryScheduled<'a> {
 #[derive(Debug)]
 pub struct IntentEnd<'a> {
     pub(crate) intent_id: RequestId,
+    pub(crate) elapsed: Duration,
     pub(crate) method: &'a Method,
     pub(crate) url: &'a reqwest::Url,
     pub(crate) result: &'a Result<reqwest::Response, Error>,
@@ -330,6 +331,12 @@ impl<'a> IntentEnd<'a> {
     /// Identifies the intent (see [`IntentStart::intent_id`]).
     pub fn intent_id(&self) -> RequestId {
         self.intent_id
+    }
+
+    /// Time from `send()` to this end, on the policy's clock: observers' `started`,
+    /// every attempt and pause.
+    pub fn elapsed(&self) -> Duration {
+        self.elapsed
     }
 
     /// The method.
