@@ -478,3 +478,188 @@ async fn the_virtual_clock_also_moves_http_dates_closer() {
         "the date is measured on the policy's clock: {delays:?}"
     );
 }
+
+/// A gate that holds back every attempt (a breaker that is open).
+struct Closed;
+
+impl Gate for Closed {
+    fn name(&self) -> &str {
+        "closed"
+    }
+
+    fn admit(&self, _: &GateScope<'_>) -> Result<(), GateRefusal> {
+        Err(GateRefusal::new("closed").with_retry_after(Duration::from_secs(5)))
+    }
+}
+
+#[tokio::test]
+async fn a_gate_refusing_the_first_attempt_sends_nothing_and_no_observer_hears_of_it() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(201))
+        .expect(0)
+        .mount(&server)
+        .await;
+    let seen = Arc::new(Seen::default());
+    let budget = RetryBudget::builder().reserve(5).build().unwrap();
+    let (client, _) = client_with(|p| {
+        p.gate(Closed)
+            .budget(budget.clone())
+            .observer(Recorder::new(&seen))
+    });
+    let before = budget.available_at("127.0.0.1", std::time::Instant::now());
+
+    let error = client
+        .post(server.uri())
+        .body("{}")
+        .send()
+        .await
+        .unwrap_err();
+
+    assert!(error.is_gate_refused(), "{error}");
+    assert_eq!(error.attempts(), 0);
+    assert!(
+        !error.is_outcome_unknown(),
+        "nothing was sent: the outcome is known"
+    );
+    assert_eq!(error.gate_refusal().unwrap().gate(), "closed");
+    assert_eq!(
+        error.gate_refusal().unwrap().retry_after(),
+        Some(Duration::from_secs(5))
+    );
+    assert!(error.to_string().contains("nothing was sent"), "{error}");
+    assert!(
+        error.idempotency_key().is_some(),
+        "the key is still reported"
+    );
+    // Asked before any observer: a journal would have written nothing.
+    assert!(seen.events.lock().unwrap().is_empty());
+    assert!(received(&server).await.is_empty());
+    // The budget, asked after the refusing gate, was never charged.
+    assert_eq!(
+        budget.available_at("127.0.0.1", std::time::Instant::now()),
+        before
+    );
+}
+
+#[tokio::test]
+async fn every_observer_whose_start_ran_hears_the_end_in_every_order() {
+    // (which observers refuse, in order) -> which hear `ended`
+    let table: [(&[bool], &[bool]); 5] = [
+        (&[false, false], &[true, true]),
+        (&[true, false], &[true, false]),
+        (&[false, true], &[true, true]),
+        (&[false, true, false], &[true, true, false]),
+        (&[true, true], &[true, false]),
+    ];
+    for (refuses, hears) in table {
+        let server = MockServer::start().await;
+        let any_refuses = refuses.contains(&true);
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(201))
+            .expect(u64::from(!any_refuses))
+            .mount(&server)
+            .await;
+        let seens: Vec<Arc<Seen>> = refuses.iter().map(|_| Arc::new(Seen::default())).collect();
+        let (client, _) = client_with(|p| p);
+        let mut request = client.post(server.uri()).body("{}");
+        for (seen, refuse) in seens.iter().zip(refuses) {
+            request = request.observer(Arc::new(Recorder {
+                refuse: *refuse,
+                ..Recorder::new(seen)
+            }));
+        }
+        let result = request.send().await;
+        assert_eq!(result.is_err(), any_refuses, "{refuses:?}");
+        for ((seen, hears), index) in seens.iter().zip(hears).zip(0..) {
+            let events = seen.events.lock().unwrap();
+            let heard = events.iter().any(|event| event.starts_with("ended"));
+            assert_eq!(
+                heard, *hears,
+                "{refuses:?}: observer {index} saw {events:?}"
+            );
+            if heard && any_refuses {
+                assert!(
+                    events
+                        .last()
+                        .unwrap()
+                        .contains("gave_up=Some(ObserverRefused) unknown=false"),
+                    "{events:?}"
+                );
+            }
+        }
+        if any_refuses {
+            assert!(
+                received(&server).await.is_empty(),
+                "{refuses:?}: nothing was sent"
+            );
+        }
+    }
+}
+
+/// A synchronous-only observer (a metrics counter) hears every hook but `started`
+/// and `ended`, in order.
+#[tokio::test]
+async fn a_synchronous_observer_hears_attempts_scheduled_retries_and_the_end() {
+    #[derive(Default)]
+    struct Heard {
+        events: Mutex<Vec<String>>,
+    }
+    struct Counter(Arc<Heard>);
+    impl IntentObserver for Counter {
+        fn needs_async_hooks(&self) -> bool {
+            false
+        }
+        fn started<'a>(
+            &'a self,
+            _: &'a IntentStart<'a>,
+        ) -> ObserverFuture<'a, Result<(), BoxError>> {
+            panic!("started is not called for an observer without async hooks")
+        }
+        fn attempt_finished(&self, attempt: &AttemptFinished<'_>) {
+            self.0.events.lock().unwrap().push(format!(
+                "attempt {} of {}",
+                attempt.record().number(),
+                attempt.intent_id()
+            ));
+        }
+        fn retry_scheduled(&self, retry: &reqwest_resilience::RetryScheduled<'_>) {
+            self.0.events.lock().unwrap().push(format!(
+                "retry after {} ({:?}, {:?}) of {}",
+                retry.record().number(),
+                retry.reason(),
+                retry.cause(),
+                retry.intent_id()
+            ));
+        }
+        fn finished(&self, end: &IntentEnd<'_>) {
+            self.0.events.lock().unwrap().push(format!(
+                "finished {:?} of {}",
+                end.status().map(|status| status.as_u16()),
+                end.intent_id()
+            ));
+        }
+    }
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(fail_then_ok(503, 1))
+        .expect(2)
+        .mount(&server)
+        .await;
+    let observer = Arc::new(Heard::default());
+    let (client, _) = client_with(|p| p.observer(Counter(observer.clone())));
+    let response = client.get(server.uri()).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    // The intent id is the first attempt's request id, the same in every hook.
+    let requests = received(&server).await;
+    let first_id = header_values(&requests, "x-request-id")[0].clone().unwrap();
+    assert_eq!(
+        *observer.events.lock().unwrap(),
+        vec![
+            format!("attempt 1 of {first_id}"),
+            format!("retry after 1 (Backoff, Transient) of {first_id}"),
+            format!("attempt 2 of {first_id}"),
+            format!("finished Some(200) of {first_id}"),
+        ]
+    );
+}
