@@ -392,6 +392,58 @@ fn status_proves_no_effect(status: StatusCode) -> bool {
     matches!(status.as_u16(), 408 | 429)
 }
 
+/// Classifies one attempt's result, and records its OpenTelemetry attributes on
+/// the attempt's `span`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn classify_result(
+    rules: &Rules,
+    clock: &dyn Clock,
+    span: &tracing::Span,
+    method: &Method,
+    url: &reqwest::Url,
+    attempt: u32,
+    keyed: bool,
+    result: &Result<reqwest::Response, TransportError>,
+) -> Verdict {
+    let view_result = match result {
+        Ok(response) => {
+            let status = response.status();
+            span.record("http.response.status_code", status.as_u16());
+            if status.is_client_error() || status.is_server_error() {
+                span.record("error.type", status.as_str());
+            }
+            AttemptResult::Response {
+                status,
+                headers: response.headers(),
+            }
+        }
+        Err(TransportError::Reqwest(error)) => {
+            let failure = TransportFailure::of(error);
+            span.record("error.type", failure.as_str());
+            AttemptResult::Error { failure, error }
+        }
+        Err(TransportError::Other(_)) => {
+            // Another middleware failed: not ours to retry.
+            span.record("error.type", TransportFailure::Other.as_str());
+            return Verdict {
+                outcome: AttemptOutcome::Failed(TransportFailure::Other),
+                transient: false,
+                safe: false,
+                retry_after: None,
+                conflict: false,
+            };
+        }
+    };
+    let view = AttemptView {
+        method,
+        url,
+        attempt,
+        keyed,
+        result: view_result,
+    };
+    classify(rules, &view, clock)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -458,56 +510,4 @@ mod tests {
         assert!(retry_is_safe(&Method::POST, true, &response));
         assert!(retry_is_safe(&Method::GET, false, &response));
     }
-}
-
-/// Classifies one attempt's result, and records its OpenTelemetry attributes on
-/// the attempt's `span`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn classify_result(
-    rules: &Rules,
-    clock: &dyn Clock,
-    span: &tracing::Span,
-    method: &Method,
-    url: &reqwest::Url,
-    attempt: u32,
-    keyed: bool,
-    result: &Result<reqwest::Response, TransportError>,
-) -> Verdict {
-    let view_result = match result {
-        Ok(response) => {
-            let status = response.status();
-            span.record("http.response.status_code", status.as_u16());
-            if status.is_client_error() || status.is_server_error() {
-                span.record("error.type", status.as_str());
-            }
-            AttemptResult::Response {
-                status,
-                headers: response.headers(),
-            }
-        }
-        Err(TransportError::Reqwest(error)) => {
-            let failure = TransportFailure::of(error);
-            span.record("error.type", failure.as_str());
-            AttemptResult::Error { failure, error }
-        }
-        Err(TransportError::Other(_)) => {
-            // Another middleware failed: not ours to retry.
-            span.record("error.type", TransportFailure::Other.as_str());
-            return Verdict {
-                outcome: AttemptOutcome::Failed(TransportFailure::Other),
-                transient: false,
-                safe: false,
-                retry_after: None,
-                conflict: false,
-            };
-        }
-    };
-    let view = AttemptView {
-        method,
-        url,
-        attempt,
-        keyed,
-        result: view_result,
-    };
-    classify(rules, &view, clock)
 }

@@ -148,6 +148,13 @@ impl Error {
         Self::nothing_sent(GiveUpReason::InvalidRequest, LastResult::InvalidKey(source))
     }
 
+    /// Two observers that must be alone on an intent (two journals); nothing was
+    /// sent, and no observer was asked.
+    pub(crate) fn duplicate_observer(name: &'static str) -> Self {
+        let why = format!("two `{name}` observers on one intent (e.g. `.durable()` called twice)");
+        Self::nothing_sent(GiveUpReason::InvalidRequest, LastResult::Other(why.into()))
+    }
+
     /// A per-request deadline of zero; nothing was sent.
     pub(crate) fn zero_deadline() -> Self {
         Self::nothing_sent(GiveUpReason::InvalidRequest, LastResult::ZeroDeadline)
@@ -404,6 +411,7 @@ impl fmt::Display for Error {
                 LastResult::ZeroDeadline => {
                     write!(f, "invalid request: the deadline must be greater than zero")?
                 }
+                LastResult::Other(why) => write!(f, "invalid request: {why}")?,
                 _ => write!(f, "invalid request")?,
             },
             GiveUpReason::ObserverRefused => match &inner.last {

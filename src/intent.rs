@@ -88,6 +88,9 @@ impl<T: Transport> Intent<T> {
         self.add_key_header()?;
         let policy = Arc::clone(&self.policy);
         let mut observers = Observers::new(&policy.observers, std::mem::take(&mut self.observers));
+        if let Some(name) = observers.duplicate() {
+            return Err(Error::duplicate_observer(name));
+        }
         if observers.need_body_bytes() {
             self.body_into_bytes();
         }

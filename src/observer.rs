@@ -152,6 +152,14 @@ pub trait IntentObserver: Send + Sync + 'static {
         true
     }
 
+    /// A name for observers of which one intent may carry only one (a journal:
+    /// two would write the same intent twice). A second observer with the same
+    /// name fails `send()` before any observer is asked or anything is sent
+    /// ([`GiveUpReason::InvalidRequest`]). `None` (the default): any number.
+    fn one_per_intent(&self) -> Option<&'static str> {
+        None
+    }
+
     /// True when [`started`](Self::started) needs the bytes of a body made by
     /// `RequestBuilder::body_fn`: the factory is then called once before `started`,
     /// and those same bytes are sent on every attempt. A factory that yields a
@@ -425,6 +433,18 @@ impl<'p> Observers<'p> {
 
     fn all(&self) -> impl Iterator<Item = &Arc<dyn IntentObserver>> {
         self.policy.iter().chain(&self.request)
+    }
+
+    /// The name of an observer that must be alone on an intent and is not.
+    pub(crate) fn duplicate(&self) -> Option<&'static str> {
+        let mut seen: Vec<&'static str> = Vec::new();
+        for name in self.all().filter_map(|observer| observer.one_per_intent()) {
+            if seen.contains(&name) {
+                return Some(name);
+            }
+            seen.push(name);
+        }
+        None
     }
 
     pub(crate) fn is_empty(&self) -> bool {

@@ -87,6 +87,11 @@ impl IntentObserver for DurableObserver {
         true
     }
 
+    /// Two journals on one intent would write it ahead twice.
+    fn one_per_intent(&self) -> Option<&'static str> {
+        Some("journal")
+    }
+
     fn started<'a>(
         &'a self,
         intent: &'a IntentStart<'a>,

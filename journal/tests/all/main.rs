@@ -6,5 +6,6 @@ mod crash;
 mod durable;
 #[cfg(feature = "postgres")]
 mod fleet;
+mod refused;
 mod resume;
 mod support;
