@@ -186,11 +186,18 @@ fn h2_failure(error: &h2::Error) -> Option<TransportFailure> {
 
 /// The most specific readable cause below a reqwest error, for the give-up
 /// message: a TLS, HTTP/2 or I/O error's own text (these never carry the URL).
+/// The deepest readable cause wins, except below a TLS error: those are the same
+/// failure in fewer words (native-tls adds OpenSSL's verify reason to the error it
+/// wraps).
 pub(crate) fn detail(error: &reqwest::Error) -> Option<String> {
     let mut found = None;
+    let mut below_tls = false;
     for_each_cause(error, |cause| {
-        let readable = cause.is::<io::Error>() || is_h2(cause) || tls::is_tls(cause);
-        if readable {
+        if below_tls {
+            return;
+        }
+        below_tls = tls::is_tls(cause);
+        if below_tls || cause.is::<io::Error>() || is_h2(cause) {
             found = Some(readable_io(cause).unwrap_or_else(|| cause.to_string()));
         }
     });

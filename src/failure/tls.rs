@@ -269,6 +269,67 @@ mod tests {
         );
     }
 
+    /// The untyped reader alone on a real native-tls error: what this crate sees
+    /// when another crate enabled reqwest's native-tls and this crate's `native-tls`
+    /// feature is off (no type to downcast to, only OpenSSL's words).
+    #[cfg(feature = "native-tls")]
+    #[tokio::test]
+    async fn openssl_words_alone_read_a_real_native_tls_error() {
+        let port = self_signed_server().await;
+        let client = reqwest::Client::builder()
+            .tls_backend_native()
+            .retry(reqwest::retry::never())
+            .build()
+            .unwrap();
+        let error = client
+            .get(format!("https://127.0.0.1:{port}/"))
+            .send()
+            .await
+            .expect_err("self-signed");
+        let mut untyped = None;
+        crate::failure::chain::for_each_cause(&error, |cause| {
+            let message = cause.to_string();
+            if untyped.is_none() && is_openssl(cause, &message) {
+                untyped = Some(openssl_reading(&message));
+            }
+        });
+        assert_eq!(
+            untyped,
+            Some(TlsReading::Permanent(UntrustedCertificate)),
+            "{error:?}"
+        );
+    }
+
+    /// A rustls server on 127.0.0.1 with a self-signed certificate; its port.
+    #[cfg(feature = "native-tls")]
+    async fn self_signed_server() -> u16 {
+        use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+        use std::sync::Arc;
+
+        let certified = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned()]).unwrap();
+        let key = PrivatePkcs8KeyDer::from(certified.signing_key.serialize_der());
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![certified.cert.der().clone()],
+                PrivateKeyDer::Pkcs8(key),
+            )
+            .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                // The client refuses the handshake; nothing to serve.
+                let _ = acceptor.accept(tcp).await;
+            }
+        });
+        port
+    }
+
     #[cfg(feature = "rustls-no-provider")]
     mod rustls_errors {
         use super::*;

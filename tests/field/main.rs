@@ -18,3 +18,4 @@ mod connect;
 mod http2;
 mod reset;
 mod tls;
+mod tls_backends;
