@@ -161,7 +161,7 @@ mod tests {
 
     use super::*;
     use crate::failure::chain::sort;
-    use crate::failure::tests::{connect, layer, request, Layer};
+    use crate::failure::tests::{connect, layer, Layer};
     use TransportFailure::*;
 
     fn openssl(message: &str) -> TlsReading {
@@ -333,7 +333,7 @@ mod tests {
     #[cfg(feature = "rustls-no-provider")]
     mod rustls_errors {
         use super::*;
-        use crate::failure::chain::sort;
+        use crate::failure::tests::request;
         use rustls::{AlertDescription, CertificateError, Error, PeerIncompatible};
 
         /// As tokio-rustls reports a handshake failure, under hyper-util's layer.
