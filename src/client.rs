@@ -26,6 +26,7 @@ use reqwest::IntoUrl;
 
 use crate::deadline::DEFAULT_ATTEMPT_TIMEOUT;
 use crate::error::Error;
+use crate::failure;
 use crate::intent::{self, BodyFactory, Intent};
 use crate::observer::IntentObserver;
 use crate::options::IntentOptions;
@@ -108,8 +109,12 @@ impl ResilientClient {
     /// # Panics
     /// As [`ResilientClient::new`].
     pub fn with_policy(policy: RetryPolicy) -> Self {
-        Self::from_builder(reqwest::Client::builder(), policy)
-            .expect("reqwest client could not be initialised (TLS backend or resolver)")
+        // The TLS backend whose errors the crate reads (see `TransportFailure`).
+        Self::from_builder(
+            failure::readable_backend(reqwest::Client::builder()),
+            policy,
+        )
+        .expect("reqwest client could not be initialised (TLS backend or resolver)")
     }
 
     /// Builds the client from your `reqwest::ClientBuilder` (roots, proxies, pool
@@ -123,6 +128,12 @@ impl ResilientClient {
     /// builder had is replaced; a per-request [`RequestBuilder::timeout`] replaces
     /// the attempt timeout for that request, and every attempt is still cut to the
     /// time left before the deadline.
+    ///
+    /// The builder's TLS backend is kept: replacing it would drop a
+    /// `tls_backend_preconfigured` configuration (its roots, its client certificate).
+    /// Start from [`ResilientClient::reqwest_builder`] rather than
+    /// `reqwest::Client::builder()` to get the backend whose errors this crate reads
+    /// by type (see [`TransportFailure`](crate::TransportFailure), "TLS backends").
     ///
     /// # Errors
     /// reqwest's, when the TLS backend or resolver cannot be initialised.
@@ -163,11 +174,14 @@ impl ResilientClient {
         }
     }
 
-    /// A `reqwest::ClientBuilder` with reqwest's retry layer already off and a
-    /// connect timeout fitted to the *default* attempt timeout (5 s). For a policy
-    /// with a shorter attempt timeout use [`ResilientClient::reqwest_builder_for`].
+    /// A `reqwest::ClientBuilder` with reqwest's retry layer already off, a
+    /// connect timeout fitted to the *default* attempt timeout (5 s), and the TLS
+    /// backend whose errors this crate reads by type (rustls when this crate's
+    /// `rustls` feature is on, even if another crate enabled reqwest's native-tls; a
+    /// later `tls_backend_*` call still wins). For a policy with a shorter attempt
+    /// timeout use [`ResilientClient::reqwest_builder_for`].
     pub fn reqwest_builder() -> reqwest::ClientBuilder {
-        reqwest::Client::builder()
+        failure::readable_backend(reqwest::Client::builder())
             .retry(reqwest::retry::never())
             .connect_timeout(connect_timeout_for(Some(DEFAULT_ATTEMPT_TIMEOUT)))
     }

@@ -458,7 +458,11 @@ impl Error {
                 .map_or(0, |a| a.duration().as_millis());
             return write!(f, "; last: timeout after {after} ms");
         }
-        write!(f, "; last: {}", failure.describe())?;
+        let host = self
+            .transport_error()
+            .and_then(reqwest::Error::url)
+            .and_then(|url| url.host_str());
+        write!(f, "; last: {}", failure.explain(host))?;
         match self.transport_error().and_then(failure::detail) {
             Some(detail) if detail != failure.describe() => write!(f, " ({detail})"),
             _ => Ok(()),

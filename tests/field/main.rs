@@ -1,6 +1,8 @@
 //! Issue 9, proven over real sockets: TLS with certificates made in the test, HTTP/2
 //! refusals and GOAWAY, a listener that never accepts, a failing body stream, a DNS
-//! failure from a custom resolver. Every server listens on 127.0.0.1 only.
+//! failure from a custom resolver; and (issue 19) the same certificate verdict whichever
+//! TLS backend reqwest ended up with (`--features native-tls` compiles both in). Every
+//! server listens on 127.0.0.1 only.
 //!
 //! What loopback cannot produce honestly is documented instead of faked:
 //! * a pooled connection closed inside hyper-util before the request was written —
@@ -18,3 +20,4 @@ mod connect;
 mod http2;
 mod reset;
 mod tls;
+mod tls_backends;

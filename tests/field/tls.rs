@@ -1,5 +1,7 @@
 //! HTTPS with certificates made in the test: success through a custom root, and
-//! certificate and protocol failures that stop after exactly one attempt.
+//! certificate and protocol failures that stop after exactly one attempt — through
+//! the clients the crate builds (rustls, whatever else is compiled in) and, with
+//! `--features native-tls`, through clients on native-tls (`tls_backends.rs`).
 
 use reqwest_resilience::{RecordingSleeper, ResilientClient, RetryPolicy, TransportFailure};
 
@@ -9,12 +11,10 @@ use crate::support::{failures, policy};
 
 const LOCAL_NAMES: [&str; 2] = ["127.0.0.1", "localhost"];
 
-/// A client trusting only `ca`, on rustls (reqwest would pick native-tls when both
-/// backends are compiled in, as with `--all-features`).
+/// A client trusting only `ca`. The crate's builder selects rustls even when
+/// native-tls is compiled in too (`--all-features`), where reqwest would pick native-tls.
 fn client_trusting(ca: &TestCa, policy: RetryPolicy) -> ResilientClient {
     let builder = ResilientClient::reqwest_builder_for(&policy).tls_certs_only([ca.root()]);
-    #[cfg(feature = "native-tls")]
-    let builder = builder.tls_backend_rustls();
     ResilientClient::from_parts(builder.build().unwrap(), policy)
 }
 
@@ -79,18 +79,18 @@ async fn an_untrusted_self_signed_certificate_fails_after_one_attempt() {
         error.is_not_retryable() && !error.is_outcome_unknown(),
         "{error}"
     );
-    let failure = failures(&error)[0];
-    assert!(failure.is_certificate(), "{failure:?}: {error}");
-    // native-tls's errors are opaque: there only "a certificate problem" is known.
-    #[cfg(not(feature = "native-tls"))]
-    {
-        assert_eq!(failure, TransportFailure::UntrustedCertificate);
-        assert!(
-            error.to_string().contains("certificate not trusted"),
-            "{error}"
-        );
-    }
-    assert!(error.to_string().contains("certificate"), "{error}");
+    // On rustls whatever else is compiled in: `with_policy` selects it.
+    assert_eq!(
+        failures(&error),
+        [TransportFailure::UntrustedCertificate],
+        "{error}"
+    );
+    assert!(
+        error
+            .to_string()
+            .contains("the certificate of 127.0.0.1 is not signed by a trusted root"),
+        "{error}"
+    );
     assert_eq!(server.connections(), 1);
     assert!(sleeper.delays().is_empty());
 }
@@ -101,7 +101,12 @@ async fn a_certificate_from_an_unknown_authority_is_untrusted() {
     let other_ca = TestCa::new("unknown test CA");
     let server = TlsServer::start(other_ca.leaf(&LOCAL_NAMES), &[]).await;
     let client = client_trusting(&ca, policy(&RecordingSleeper::new()).build().unwrap());
-    assert_refused_once(&server, &client, "certificate not trusted").await;
+    assert_refused_once(
+        &server,
+        &client,
+        "the certificate of 127.0.0.1 is not signed by a trusted root; add your CA",
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -109,7 +114,7 @@ async fn an_expired_certificate_fails_after_one_attempt() {
     let ca = TestCa::new("test CA");
     let server = TlsServer::start(ca.expired_leaf(&LOCAL_NAMES), &[]).await;
     let client = client_trusting(&ca, policy(&RecordingSleeper::new()).build().unwrap());
-    assert_refused_once(&server, &client, "certificate expired").await;
+    assert_refused_once(&server, &client, "the certificate of 127.0.0.1 has expired").await;
 }
 
 #[tokio::test]
@@ -117,7 +122,12 @@ async fn a_certificate_for_another_host_fails_after_one_attempt() {
     let ca = TestCa::new("test CA");
     let server = TlsServer::start(ca.leaf(&["payments.example"]), &[]).await;
     let client = client_trusting(&ca, policy(&RecordingSleeper::new()).build().unwrap());
-    assert_refused_once(&server, &client, "certificate is for another host").await;
+    assert_refused_once(
+        &server,
+        &client,
+        "the certificate of 127.0.0.1 is for another host",
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -130,8 +140,6 @@ async fn no_common_tls_version_fails_after_one_attempt() {
     let builder = ResilientClient::reqwest_builder_for(&policy)
         .tls_certs_only([ca.root()])
         .tls_version_max(reqwest::tls::Version::TLS_1_2);
-    #[cfg(feature = "native-tls")]
-    let builder = builder.tls_backend_rustls();
     let client = ResilientClient::from_parts(builder.build().unwrap(), policy);
     assert_refused_once(&server, &client, "TLS handshake failed").await;
 }

@@ -1,0 +1,327 @@
+//! Reading an error's source chain: where the facts that sort a failure are found.
+//!
+//! reqwest's own predicates (`is_connect()`, `is_timeout()`, …) describe the top of an
+//! error ([`Surface`]); what decides a retry sits further down, in hyper-util, hyper,
+//! h2, the TLS backend and `std::io` ([`Clues`]). [`for_each_cause`] walks the chain
+//! once, and at every `io::Error` also looks through `get_ref()`, because
+//! `io::Error::source()` skips the error it wraps. [`sort`] turns both into a kind; the
+//! kinds and what each proves are the table in `failure.rs`.
+
+use std::error::Error as StdError;
+use std::io;
+
+use super::tls::{self, TlsReading};
+use super::TransportFailure;
+
+/// What reqwest's own predicates say about the top of the error.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Surface {
+    pub(crate) builder: bool,
+    pub(crate) redirect: bool,
+    pub(crate) body: bool,
+    /// hyper-util's connector failed: nothing was written on any connection.
+    pub(crate) connect: bool,
+    pub(crate) dns: bool,
+    pub(crate) timeout: bool,
+    pub(crate) request: bool,
+}
+
+impl Surface {
+    pub(crate) fn of(error: &reqwest::Error) -> Self {
+        Self {
+            builder: error.is_builder(),
+            redirect: error.is_redirect(),
+            body: error.is_body(),
+            connect: error.is_connect(),
+            dns: error.is_dns(),
+            timeout: error.is_timeout(),
+            request: error.is_request(),
+        }
+    }
+}
+
+/// What the walk found below the surface.
+#[derive(Debug, Default)]
+struct Clues {
+    /// The first TLS error the chain holds, as read by the TLS readers; the causes
+    /// below it are not read again (they are the same failure, in less detail).
+    tls: Option<TlsReading>,
+    /// hyper-util's connector refused the URL before connecting.
+    url: Option<TransportFailure>,
+    /// A nested reqwest body error: the caller's body stream failed.
+    body: bool,
+    /// hyper handed the request back unsent.
+    unsent: bool,
+    /// What an HTTP/2 error says about the stream.
+    stream: Option<TransportFailure>,
+}
+
+/// The taxonomy's precedence: one pure function of the surface flags and the chain.
+pub(crate) fn sort(surface: Surface, error: &(dyn StdError + 'static)) -> TransportFailure {
+    if surface.builder {
+        return TransportFailure::InvalidRequest;
+    }
+    if surface.redirect {
+        return TransportFailure::Redirect;
+    }
+    let clues = Clues::gather(error);
+    if surface.body || clues.body {
+        return TransportFailure::Body;
+    }
+    if surface.connect || surface.dns {
+        let tls = clues.tls.and_then(TlsReading::permanent);
+        return tls.or(clues.url).unwrap_or(if surface.dns {
+            TransportFailure::Dns
+        } else {
+            TransportFailure::Connect
+        });
+    }
+    if clues.unsent {
+        return TransportFailure::ClosedBeforeSend;
+    }
+    match clues.stream {
+        Some(never_left) if never_left.proves_not_sent() => never_left,
+        _ if surface.timeout => TransportFailure::Timeout,
+        Some(reset) => reset,
+        None if surface.request => TransportFailure::ConnectionLost,
+        None => TransportFailure::Other,
+    }
+}
+
+/// Longer chains than this are not real (and a cycle must not hang the walk).
+const MAX_CHAIN: usize = 32;
+
+/// Calls `visit` on every error in the chain, including the error each `io::Error`
+/// wraps (which `io::Error::source()` skips: it returns the wrapped error's source).
+pub(crate) fn for_each_cause(
+    error: &(dyn StdError + 'static),
+    mut visit: impl FnMut(&(dyn StdError + 'static)),
+) {
+    let mut next = Some(error);
+    for _ in 0..MAX_CHAIN {
+        let Some(current) = next else { return };
+        visit(current);
+        // io::Error inside io::Error: look through every layer.
+        let mut wrapped = current;
+        for _ in 0..MAX_CHAIN {
+            let Some(inner) = wrapped
+                .downcast_ref::<io::Error>()
+                .and_then(io::Error::get_ref)
+            else {
+                break;
+            };
+            let inner: &(dyn StdError + 'static) = inner;
+            visit(inner);
+            wrapped = inner;
+        }
+        next = current.source();
+    }
+}
+
+/// hyper-util's connector messages for URLs it will not connect to (it has no typed
+/// accessor; `tests/field` pins the TLS one against the real connector).
+pub(super) const NOT_HTTP: &str = "invalid URL, scheme is not http";
+pub(super) const BAD_URL: [&str; 2] = [
+    "invalid URL, scheme is missing",
+    "invalid URL, host is missing",
+];
+
+impl Clues {
+    fn gather(error: &(dyn StdError + 'static)) -> Self {
+        let mut clues = Self::default();
+        let mut depth = 0usize;
+        for_each_cause(error, |cause| {
+            depth += 1;
+            if depth > 1 {
+                if let Some(nested) = cause.downcast_ref::<reqwest::Error>() {
+                    clues.body |= nested.is_body();
+                }
+            }
+            if let Some(hyper) = cause.downcast_ref::<hyper::Error>() {
+                clues.unsent |= hyper.is_canceled();
+            }
+            let message = cause.to_string();
+            if message == NOT_HTTP {
+                clues.url = Some(TransportFailure::NoTlsBackend);
+            } else if BAD_URL.contains(&message.as_str()) {
+                clues.url = Some(TransportFailure::InvalidRequest);
+            }
+            if clues.tls.is_none() {
+                clues.tls = tls::read(cause, &message);
+            }
+            if clues.stream.is_none() {
+                clues.stream = stream_failure(cause);
+            }
+        });
+        clues
+    }
+}
+
+/// What an HTTP/2 error says about the stream, if `cause` is one.
+fn stream_failure(cause: &(dyn StdError + 'static)) -> Option<TransportFailure> {
+    #[cfg(feature = "http2")]
+    if let Some(error) = cause.downcast_ref::<h2::Error>() {
+        return h2_failure(error);
+    }
+    let _ = cause;
+    None
+}
+
+/// RFC 9113 §8.7: `REFUSED_STREAM` means "closed before any processing"; §6.8:
+/// streams above a `GOAWAY`'s last-stream-id were not processed (h2 gives those,
+/// and only those, the remote GOAWAY as their error). Only the peer's word counts.
+#[cfg(feature = "http2")]
+fn h2_failure(error: &h2::Error) -> Option<TransportFailure> {
+    if error.is_io() {
+        return None;
+    }
+    if error.is_remote() && error.is_go_away() {
+        return Some(TransportFailure::GoAway);
+    }
+    if error.is_remote() && error.reason() == Some(h2::Reason::REFUSED_STREAM) {
+        return Some(TransportFailure::RefusedStream);
+    }
+    Some(TransportFailure::StreamReset)
+}
+
+/// The most specific readable cause below a reqwest error, for the give-up
+/// message: a TLS, HTTP/2 or I/O error's own text (these never carry the URL).
+/// The deepest readable cause wins, except below a TLS error: those are the same
+/// failure in fewer words (native-tls adds OpenSSL's verify reason to the error it
+/// wraps).
+pub(crate) fn detail(error: &reqwest::Error) -> Option<String> {
+    let mut found = None;
+    let mut below_tls = false;
+    for_each_cause(error, |cause| {
+        if below_tls {
+            return;
+        }
+        below_tls = tls::is_tls(cause);
+        if below_tls || cause.is::<io::Error>() || is_h2(cause) {
+            found = Some(readable_io(cause).unwrap_or_else(|| cause.to_string()));
+        }
+    });
+    found
+}
+
+/// An `io::Error` of a well-known kind, in the words people search for.
+fn readable_io(cause: &(dyn StdError + 'static)) -> Option<String> {
+    let error = cause.downcast_ref::<io::Error>()?;
+    if error.get_ref().is_some() {
+        // A wrapper: the error it wraps is visited next and is more precise.
+        return Some(error.to_string());
+    }
+    let phrase = match error.kind() {
+        io::ErrorKind::ConnectionReset => "connection reset by peer",
+        io::ErrorKind::ConnectionRefused => "connection refused",
+        io::ErrorKind::ConnectionAborted => "connection aborted",
+        io::ErrorKind::BrokenPipe => "connection closed (broken pipe)",
+        io::ErrorKind::UnexpectedEof => "connection closed before a full response",
+        io::ErrorKind::TimedOut => "timed out",
+        _ => return None,
+    };
+    Some(phrase.to_owned())
+}
+
+fn is_h2(cause: &(dyn StdError + 'static)) -> bool {
+    #[cfg(feature = "http2")]
+    if cause.is::<h2::Error>() {
+        return true;
+    }
+    let _ = cause;
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::failure::tests::{connect, layer, request, Layer};
+
+    #[test]
+    fn connect_failures_never_left_and_are_transient() {
+        let refused = layer(
+            "client error (Connect)",
+            io::Error::from(io::ErrorKind::ConnectionRefused),
+        );
+        let failure = sort(connect(), &refused);
+        assert_eq!(failure, TransportFailure::Connect);
+        assert!(failure.is_transient() && failure.proves_not_sent());
+        assert!(!failure.may_have_reached_server());
+        // A connect timeout is connect *and* timeout: still never left.
+        let timed_out = Surface {
+            timeout: true,
+            ..connect()
+        };
+        assert_eq!(sort(timed_out, &refused), TransportFailure::Connect);
+        let dns = Surface {
+            dns: true,
+            ..connect()
+        };
+        assert_eq!(sort(dns, &refused), TransportFailure::Dns);
+    }
+
+    #[test]
+    fn a_timeout_after_connecting_may_have_been_processed() {
+        let error = layer("operation timed out", Layer("TimedOut", None));
+        let surface = Surface {
+            timeout: true,
+            ..request()
+        };
+        let failure = sort(surface, &error);
+        assert_eq!(failure, TransportFailure::Timeout);
+        assert!(failure.is_transient() && failure.may_have_reached_server());
+        assert!(!failure.proves_not_sent());
+    }
+
+    #[test]
+    fn a_reset_after_connecting_is_a_lost_connection() {
+        let error = layer(
+            "error sending request",
+            io::Error::from(io::ErrorKind::ConnectionReset),
+        );
+        assert_eq!(sort(request(), &error), TransportFailure::ConnectionLost);
+    }
+
+    #[test]
+    fn reqwest_flags_come_first() {
+        let error = Layer("x", None);
+        let builder = Surface {
+            builder: true,
+            connect: true,
+            ..Surface::default()
+        };
+        assert_eq!(sort(builder, &error), TransportFailure::InvalidRequest);
+        let redirect = Surface {
+            redirect: true,
+            ..Surface::default()
+        };
+        assert_eq!(sort(redirect, &error), TransportFailure::Redirect);
+        assert_eq!(sort(Surface::default(), &error), TransportFailure::Other);
+    }
+
+    #[test]
+    fn connector_url_refusals_are_permanent() {
+        let no_tls = layer("client error (Connect)", Layer(NOT_HTTP, None));
+        let failure = sort(connect(), &no_tls);
+        assert_eq!(failure, TransportFailure::NoTlsBackend);
+        assert!(!failure.is_transient() && failure.proves_not_sent());
+        let no_host = layer("client error (Connect)", Layer(BAD_URL[1], None));
+        assert_eq!(sort(connect(), &no_host), TransportFailure::InvalidRequest);
+    }
+
+    #[test]
+    fn the_walk_looks_through_nested_io_errors() {
+        // io(Other, io(InvalidData, marker)): `source()` alone never yields the marker.
+        let marker = Layer(NOT_HTTP, None);
+        let inner = io::Error::new(io::ErrorKind::InvalidData, marker);
+        let outer = io::Error::other(inner);
+        assert!(outer.source().is_none_or(|s| s.to_string() != NOT_HTTP));
+        let mut seen = Vec::new();
+        for_each_cause(&outer, |cause| seen.push(cause.to_string()));
+        assert_eq!(seen.last().map(String::as_str), Some(NOT_HTTP), "{seen:?}");
+        assert_eq!(
+            sort(connect(), &layer("client error (Connect)", outer)),
+            TransportFailure::NoTlsBackend
+        );
+    }
+}
