@@ -127,7 +127,8 @@ impl<T: Transport> Intent<T> {
                 body: self.request.body().and_then(reqwest::Body::as_bytes),
                 deadline: self.deadline,
             };
-            observers.start(&start, left).await.err()
+            // Boxed: only intents with async observers pay for holding this future.
+            Box::pin(observers.start(&start, left)).await.err()
         } else {
             observers.start_without_waiting();
             None
@@ -165,7 +166,7 @@ impl<T: Transport> Intent<T> {
             url: prepared.requests.url(),
             result: &result,
         };
-        let all_heard = observers.end(&end, left).await;
+        let all_heard = Box::pin(observers.end(&end, left)).await;
         if !all_heard {
             // An observer that did not record the end (a journal) may resume the
             // intent later: the caller must not take "nothing happened" for granted.
@@ -443,8 +444,9 @@ struct LoopState {
     /// An attempt may have had an effect on the server (see `Error::is_outcome_unknown`).
     may_have_applied: bool,
     started: Instant,
-    /// Made on the first retry: an intent that succeeds at once draws no jitter.
-    rng: Option<StdRng>,
+    /// Made on the first retry: an intent that succeeds at once draws no jitter
+    /// (and, boxed, does not carry a random generator's state in its future).
+    rng: Option<Box<StdRng>>,
     /// The backoff drawn before the last pause (decorrelated jitter grows from it).
     previous_backoff: Option<Duration>,
 }
@@ -511,7 +513,9 @@ impl LoopState {
 
     /// The backoff's proposal for the pause after attempt `attempt`.
     fn draw_backoff(&mut self, policy: &PolicyInner, attempt: u32) -> Duration {
-        let rng = self.rng.get_or_insert_with(|| policy.intent_rng());
+        let rng = self
+            .rng
+            .get_or_insert_with(|| Box::new(policy.intent_rng()));
         let drawn = policy
             .backoff
             .delay(attempt - 1, self.previous_backoff, rng);
@@ -581,5 +585,176 @@ fn record_end(attempts: usize, outcome: &'static str) {
         let span = tracing::Span::current();
         span.record("attempts", attempts);
         span.record("outcome", outcome);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::gate::Gate;
+    use crate::policy::RetryPolicyBuilder;
+    use crate::{RecordingSleeper, RetryPolicy};
+
+    /// What the in-memory transport answers to each attempt, in order.
+    enum Answer {
+        Status(u16),
+        /// A failure further down a middleware chain (a `reqwest::Error` cannot be
+        /// built by hand): never retried.
+        Other,
+    }
+
+    /// An in-memory transport: scripted answers, and every request it was handed.
+    #[derive(Clone, Default)]
+    struct Scripted {
+        answers: Arc<Mutex<VecDeque<Answer>>>,
+        sent: Arc<Mutex<Vec<reqwest::Request>>>,
+    }
+
+    impl Scripted {
+        fn new(answers: impl IntoIterator<Item = Answer>) -> Self {
+            Self {
+                answers: Arc::new(Mutex::new(answers.into_iter().collect())),
+                sent: Arc::default(),
+            }
+        }
+
+        fn headers(&self, name: &str) -> Vec<String> {
+            let sent = self.sent.lock().unwrap();
+            sent.iter()
+                .map(|request| request.headers()[name].to_str().unwrap().to_owned())
+                .collect()
+        }
+    }
+
+    impl Transport for Scripted {
+        fn send(
+            &mut self,
+            request: reqwest::Request,
+        ) -> impl Future<Output = Result<reqwest::Response, TransportError>> + Send {
+            self.sent.lock().unwrap().push(request);
+            let answer = self.answers.lock().unwrap().pop_front();
+            async move {
+                match answer.expect("an answer for every attempt") {
+                    Answer::Status(status) => {
+                        let response = http::Response::builder().status(status).body("").unwrap();
+                        Ok(reqwest::Response::from(response))
+                    }
+                    Answer::Other => {
+                        Err(TransportError::Other("a signing middleware failed".into()))
+                    }
+                }
+            }
+        }
+    }
+
+    fn intent(transport: Scripted, policy: RetryPolicyBuilder) -> Intent<Scripted> {
+        let policy = policy
+            .sleeper(RecordingSleeper::new())
+            .rng_seed(1)
+            .build()
+            .unwrap();
+        Intent {
+            transport,
+            policy: policy.inner,
+            request: reqwest::Request::new(
+                http::Method::POST,
+                "http://127.0.0.1:1/pay".parse().unwrap(),
+            ),
+            body_factory: None,
+            key: Some(IdempotencyKey::new("order-1").unwrap()),
+            deadline: Some(Duration::from_secs(30)),
+            observers: Vec::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_transient_status_is_retried_with_one_key_and_a_request_id_per_attempt() {
+        let transport = Scripted::new([Answer::Status(503), Answer::Status(201)]);
+        let response = start(Ok(intent(transport.clone(), RetryPolicy::builder())))
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 201);
+        let log = response.extensions().get::<AttemptLog>().unwrap();
+        assert_eq!(log.len(), 2);
+        assert_eq!(transport.headers("idempotency-key"), ["order-1", "order-1"]);
+        let ids = transport.headers("x-request-id");
+        assert_ne!(ids[0], ids[1]);
+        assert_eq!(ids[0], log.attempts()[0].request_id().to_string());
+    }
+
+    #[tokio::test]
+    async fn another_middlewares_failure_is_not_retried() {
+        let transport = Scripted::new([Answer::Other]);
+        let error = start(Ok(intent(transport.clone(), RetryPolicy::builder())))
+            .await
+            .unwrap_err();
+        assert!(error.is_not_retryable(), "{error}");
+        assert_eq!(error.attempts(), 1);
+        assert_eq!(transport.sent.lock().unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_final_status_is_delivered_and_attempts_run_out() {
+        let transport = Scripted::new([Answer::Status(422)]);
+        let response = start(Ok(intent(transport, RetryPolicy::builder())))
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 422);
+
+        let transport = Scripted::new([Answer::Status(503), Answer::Status(503)]);
+        let error = start(Ok(intent(
+            transport,
+            RetryPolicy::builder().max_attempts(2),
+        )))
+        .await
+        .unwrap_err();
+        assert!(error.is_attempts_exhausted(), "{error}");
+        assert_eq!(error.last_status().map(|s| s.as_u16()), Some(503));
+    }
+
+    /// Admits the first attempt, refuses every retry.
+    struct NoRetries;
+
+    impl Gate for NoRetries {
+        fn name(&self) -> &str {
+            "no_retries"
+        }
+
+        fn admit(&self, scope: &GateScope<'_>) -> Result<(), GateRefusal> {
+            match scope.retry_cause() {
+                None => Ok(()),
+                Some(_) => Err(GateRefusal::new("no_retries")),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_refused_retry_keeps_the_earlier_attempts_result() {
+        let transport = Scripted::new([Answer::Status(503)]);
+        let error = start(Ok(intent(
+            transport,
+            RetryPolicy::builder().gate(NoRetries),
+        )))
+        .await
+        .unwrap_err();
+        assert!(error.is_gate_refused(), "{error}");
+        assert_eq!(error.attempts(), 1);
+        assert_eq!(error.last_status().map(|s| s.as_u16()), Some(503));
+        assert!(error.is_outcome_unknown(), "a 503 may have been processed");
+    }
+
+    /// The future a caller holds stays small: it is moved into the caller's own
+    /// future (and often into a spawned task). The bound is today's size in a
+    /// debug build (what `cargo test` measures) plus a margin; release builds are
+    /// smaller. Raise it only with a reason.
+    #[tokio::test]
+    async fn the_send_future_has_a_bounded_size() {
+        let client = crate::ResilientClient::new();
+        let future = client.post("http://127.0.0.1:1/pay").body("{}").send();
+        let size = std::mem::size_of_val(&future);
+        assert!(size <= 2816, "the send future grew to {size} bytes");
     }
 }
