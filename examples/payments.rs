@@ -33,7 +33,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         key_file.display()
     );
     // One attempt only, to play a process that dies right after the lost response.
-    let outcome = pay(&server.url, &key_file, 1).await;
+    let outcome = pay(&client(), &server.url, &key_file, Some(1)).await;
     match outcome {
         Err(error) if error.is_outcome_unknown() => println!(
             "process 1: {error}\n  -> the payment may exist; keep the key, do not make a new one"
@@ -43,7 +43,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("payments on the server: {}\n", server.effects());
 
     // Process 2: restarted; it finds the persisted key and resends the same intent.
-    let response = pay(&server.url, &key_file, 3).await?;
+    let response = pay(&client(), &server.url, &key_file, None).await?;
     println!(
         "process 2: {} {}",
         response.status(),
@@ -58,24 +58,31 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-async fn pay(
-    url: &str,
-    key_file: &PathBuf,
-    attempts: u32,
-) -> Result<reqwest::Response, reqwest_resilience::Error> {
-    let key = std::fs::read_to_string(key_file).expect("the key was persisted");
-    let client = ResilientClient::with_policy(
+/// The client one process builds at start-up (a restarted process builds a new one).
+fn client() -> ResilientClient {
+    ResilientClient::with_policy(
         RetryPolicy::builder()
-            .max_attempts(attempts)
             .deadline(Duration::from_secs(5))
             .build()
             .expect("valid policy"),
-    );
-    client
+    )
+}
+
+async fn pay(
+    client: &ResilientClient,
+    url: &str,
+    key_file: &PathBuf,
+    attempts: Option<u32>,
+) -> Result<reqwest::Response, reqwest_resilience::Error> {
+    let key = std::fs::read_to_string(key_file).expect("the key was persisted");
+    let mut request = client
         .post(format!("{url}/payments"))
         .idempotency_key(key)
         .header("content-type", "application/json")
-        .body(BODY)
-        .send()
-        .await
+        .body(BODY);
+    if let Some(attempts) = attempts {
+        // This one call only; the client's pool and budget stay the same.
+        request = request.adjust_policy(|policy| policy.max_attempts(attempts));
+    }
+    request.send().await
 }

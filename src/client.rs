@@ -212,6 +212,7 @@ impl ResilientClient {
             inner: self.http.request(method, url),
             options: IntentOptions::new(),
             body_factory: None,
+            invalid_policy: None,
         }
     }
 
@@ -256,6 +257,7 @@ impl ResilientClient {
             inner: reqwest::RequestBuilder::from_parts(self.http.clone(), request),
             options: IntentOptions::new(),
             body_factory: None,
+            invalid_policy: None,
         }
         .send()
         .await
@@ -286,6 +288,8 @@ pub struct RequestBuilder {
     inner: reqwest::RequestBuilder,
     options: IntentOptions,
     body_factory: Option<BodyFactory>,
+    /// From [`adjust_policy`](Self::adjust_policy), reported by `send()`.
+    invalid_policy: Option<crate::BuildError>,
 }
 
 impl RequestBuilder {
@@ -422,6 +426,34 @@ impl RequestBuilder {
         self
     }
 
+    /// Runs this intent under another policy than the client's, keeping the
+    /// client's connection pool: `adjust` gets the client's policy as a builder
+    /// ([`RetryPolicy::to_builder`]: same budget, gates and observers) and
+    /// returns it changed. A policy that does not build fails [`send`](Self::send)
+    /// before anything is sent, with the [`crate::BuildError`] as its source.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # async fn run(client: reqwest_resilience::ResilientClient) -> Result<(), reqwest_resilience::Error> {
+    /// // One patient call, without a second client (pool) or a second budget.
+    /// client
+    ///     .post("http://127.0.0.1:8080/reports")
+    ///     .adjust_policy(|policy| policy.max_attempts(6))
+    ///     .send()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn adjust_policy(
+        mut self,
+        adjust: impl FnOnce(crate::RetryPolicyBuilder) -> crate::RetryPolicyBuilder,
+    ) -> Self {
+        match adjust(self.policy.to_builder()).build() {
+            Ok(policy) => self.options = self.options.policy(policy),
+            Err(error) => self.invalid_policy = Some(error),
+        }
+        self
+    }
+
     /// Adds an [`IntentObserver`] for this intent only (after the policy's).
     pub fn observer(mut self, observer: Arc<dyn IntentObserver>) -> Self {
         self.options = self.options.observer(observer);
@@ -445,14 +477,18 @@ impl RequestBuilder {
             policy,
             client_timeout,
             inner,
-            options,
+            mut options,
             body_factory,
+            invalid_policy,
         } = self;
         // Everything that needs no waiting is decided here, so that the future holds
         // the intent once (not the builder as well).
         let (http, request) = inner.build_split();
         let intent = request.map_err(Error::invalid_request).and_then(|request| {
-            let policy = policy.inner;
+            if let Some(error) = invalid_policy {
+                return Err(Error::invalid_policy(error));
+            }
+            let policy = options.take_policy(&policy);
             let resolved = options.resolve(&policy, &request)?;
             Ok(Intent {
                 transport: ClientTransport {

@@ -155,6 +155,14 @@ impl Error {
         Self::nothing_sent(GiveUpReason::InvalidRequest, LastResult::Other(why.into()))
     }
 
+    /// A per-request policy that does not build; nothing was sent.
+    pub(crate) fn invalid_policy(error: crate::policy::BuildError) -> Self {
+        Self::nothing_sent(
+            GiveUpReason::InvalidRequest,
+            LastResult::Other(Box::new(error)),
+        )
+    }
+
     /// A per-request deadline of zero; nothing was sent.
     pub(crate) fn zero_deadline() -> Self {
         Self::nothing_sent(GiveUpReason::InvalidRequest, LastResult::ZeroDeadline)

@@ -67,7 +67,7 @@ pub(crate) fn start<T: Transport>(
             intent.request.method(),
             intent.request.url(),
             intent.key.as_ref(),
-            &intent.policy.redact_query_params,
+            &intent.policy.settings.redact_query_params,
         ),
         Err(_) => tracing::Span::none(),
     };
@@ -185,7 +185,7 @@ impl<T: Transport> Intent<T> {
         }
         if let Some(key) = &self.key {
             let value = key
-                .header_value(self.policy.key_format)
+                .header_value(self.policy.settings.key_format)
                 .map_err(Error::invalid_key)?;
             outgoing::put_key(&mut self.request, &self.policy.key_header, value);
         }
@@ -226,7 +226,7 @@ impl<T: Transport> Intent<T> {
         let replayable =
             body_factory.is_some() || request.body().is_none_or(|body| body.as_bytes().is_some());
         let method = request.method().clone();
-        let requests = if !replayable || policy.max_attempts == 1 {
+        let requests = if !replayable || policy.settings.max_attempts == 1 {
             let url = request.url().clone();
             Requests::Once(Some(request), url)
         } else {
@@ -340,7 +340,7 @@ async fn attempt_loop<T: Transport>(
             intent.requests.url(),
             attempt.number,
             attempt.request_id,
-            &policy.redact_query_params,
+            &policy.settings.redact_query_params,
         );
         let before = std::mem::replace(&mut previous, (LastResult::Nothing, None));
         let sending = match intent.send_attempt(policy, &deadline, &attempt) {
@@ -370,11 +370,11 @@ async fn attempt_loop<T: Transport>(
             conflict: verdict.conflict,
             replayable: intent.replayable,
             attempts_made: attempt.number,
-            max_attempts: policy.max_attempts,
+            max_attempts: policy.settings.max_attempts,
             remaining: deadline.remaining(policy.clock.now()),
             retry_after: verdict.retry_after,
-            retry_after_ceiling: policy.retry_after_ceiling,
-            conflict_delay: policy.conflict_delay,
+            retry_after_ceiling: policy.settings.retry_after_ceiling,
+            conflict_delay: policy.settings.conflict_delay,
             min_attempt_window,
         };
         let next = decision::after_attempt(facts, || state.draw_backoff(policy, attempt.number));
@@ -517,6 +517,7 @@ impl LoopState {
             .rng
             .get_or_insert_with(|| Box::new(policy.intent_rng()));
         let drawn = policy
+            .settings
             .backoff
             .delay(attempt - 1, self.previous_backoff, rng);
         self.previous_backoff = Some(drawn);

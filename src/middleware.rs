@@ -88,11 +88,11 @@ impl Middleware for ResilienceMiddleware {
             return next.run(request, extensions).await;
         }
         extensions.insert(InsideIntent);
-        let options = extensions
+        let mut options = extensions
             .get::<IntentOptions>()
             .cloned()
             .unwrap_or_default();
-        let policy = self.policy.inner.clone();
+        let policy = options.take_policy(&self.policy);
         let resolved = options
             .resolve(&policy, &request)
             .map_err(reqwest_middleware::Error::middleware)?;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::error::Error;
 use crate::idempotency::{IdempotencyKey, InvalidKey};
 use crate::observer::IntentObserver;
-use crate::policy::PolicyInner;
+use crate::policy::{PolicyInner, RetryPolicy};
 
 /// Per-intent overrides of the policy: the caller's key (or none), the deadline,
 /// and observers of this intent only.
@@ -20,6 +20,7 @@ pub struct IntentOptions {
     key: KeyChoice,
     deadline: Option<Option<Duration>>,
     observers: Vec<Arc<dyn IntentObserver>>,
+    policy: Option<RetryPolicy>,
 }
 
 /// An intent's options, decided once before the first attempt.
@@ -36,7 +37,22 @@ impl IntentOptions {
             key: KeyChoice::Policy,
             deadline: None,
             observers: Vec::new(),
+            policy: None,
         }
+    }
+
+    /// Runs this intent under `policy` instead of the client's (or middleware's).
+    /// Derive it from that one with [`RetryPolicy::to_builder`] to keep its budget,
+    /// gates and observers: `client.policy().to_builder().max_attempts(6).build()?`.
+    /// The connection pool is the client's either way.
+    pub fn policy(mut self, policy: RetryPolicy) -> Self {
+        self.policy = Some(policy);
+        self
+    }
+
+    /// The policy this intent runs under: its own, if one was set, else `default`.
+    pub(crate) fn take_policy(&mut self, default: &RetryPolicy) -> Arc<PolicyInner> {
+        self.policy.take().unwrap_or_else(|| default.clone()).inner
     }
 
     /// The caller's own idempotency key, sent verbatim on every attempt.
@@ -80,7 +96,7 @@ impl IntentOptions {
     ) -> Result<Resolved, Error> {
         Ok(Resolved {
             key: self.key.resolve(policy, request)?,
-            deadline: self.deadline.unwrap_or(policy.deadline),
+            deadline: self.deadline.unwrap_or(policy.settings.deadline),
             observers: self.observers,
         })
     }
@@ -92,6 +108,7 @@ impl fmt::Debug for IntentOptions {
             .field("key", &self.key)
             .field("deadline", &self.deadline)
             .field("observers", &self.observers.len())
+            .field("policy", &self.policy)
             .finish()
     }
 }
@@ -124,9 +141,11 @@ impl KeyChoice {
             Self::Off => Ok(None),
             Self::Policy => match request.headers().get(&policy.key_header) {
                 // A key header set by hand is the caller's key.
-                Some(value) => IdempotencyKey::from_header(value.as_bytes(), policy.key_format)
-                    .map(Some)
-                    .map_err(Error::invalid_key),
+                Some(value) => {
+                    IdempotencyKey::from_header(value.as_bytes(), policy.settings.key_format)
+                        .map(Some)
+                        .map_err(Error::invalid_key)
+                }
                 None if policy.generates_key_for(request.method()) => {
                     Ok(Some(IdempotencyKey::generate()))
                 }

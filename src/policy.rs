@@ -46,52 +46,103 @@ pub(crate) const DEFAULT_CONFLICT_DELAY: Duration = Duration::from_secs(1);
 /// Longest backoff delay accepted.
 pub(crate) const MAX_BACKOFF_DELAY: Duration = Duration::from_secs(3600);
 
-/// A frozen, validated retry policy. Cheap to clone; clones share the budget.
-///
-/// # Defaults
-///
-/// | setting | default | why |
-/// |---|---|---|
-/// | max attempts | 3 | 1 + 2 retries, the AWS SDK standard mode |
-/// | backoff | full jitter, base 100 ms, cap 2 s | fewest calls in Brooker's simulation; seed values |
-/// | deadline | 30 s for the whole intent | a user rarely waits longer |
-/// | attempt timeout | 10 s, or half the intent's deadline if that is shorter (the whole deadline with `max_attempts(1)`); a per-request `timeout()` replaces it; always cut to the time left; also bounds reading the body, as reqwest's timeout does | one stuck attempt must not eat the deadline: against a server that hangs, a retry still fits (see [`AttemptTimeout`](Self::attempt_timeout)) |
-/// | observers' `started` / `ended` | bounded by the time left before the deadline | a slow observer (a journal write) must not make `send()` outlive its deadline (see [`IntentObserver`](crate::IntentObserver)) |
-/// | Retry-After ceiling | 30 s | longer asks end the intent with the asked time |
-/// | transient statuses | 408, 429, 502, 503, 504 (+409 when keyed) | 500 is opt-in |
-/// | key attachment | POST, PATCH and other non-idempotent methods | they are the ones a key makes retryable |
-/// | key header / format | `Idempotency-Key`, bare token | what Stripe and most APIs accept |
-/// | request id header | `X-Request-Id` | a fresh UUID v4 per attempt |
-/// | budget | retries ≤ 10 % of requests over 10 s + 10 in reserve, one per policy (shared by its clones and every client built from them) | see [`RetryBudget`] |
-/// | randomness | thread-local CSPRNG | seed it for repeatable tests |
-/// | sleeper | tokio timer | inject [`crate::RecordingSleeper`] in tests |
-/// | clock | `Instant::now` | inject [`crate::VirtualClock`] so recorded pauses use up the deadline |
-#[derive(Clone)]
-pub struct RetryPolicy {
-    pub(crate) inner: Arc<PolicyInner>,
-}
-
-pub(crate) struct PolicyInner {
+/// Every plain setting of a policy, declared once: the builder holds one, a built
+/// policy keeps it (for [`RetryPolicy::to_builder`]), and the defaults live in its
+/// `Default`. The plug-ins (classifier, budget, gates, observers, sleeper, clock)
+/// are shared objects and travel beside it.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
     pub(crate) max_attempts: u32,
     pub(crate) backoff: Backoff,
     pub(crate) deadline: Option<Duration>,
     pub(crate) attempt_timeout: AttemptTimeout,
     pub(crate) retry_after_ceiling: Duration,
     pub(crate) conflict_delay: Duration,
-    pub(crate) rules: Rules,
+    pub(crate) transient_statuses: StatusSet,
+    pub(crate) retry_conflict_when_keyed: bool,
     pub(crate) key_attachment: KeyAttachment,
     pub(crate) key_format: KeyFormat,
+    pub(crate) key_header: String,
+    pub(crate) request_id_header: String,
+    pub(crate) server_hint_header: Option<String>,
+    pub(crate) redact_query_params: Vec<String>,
+    pub(crate) rng_seed: Option<u64>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
+            backoff: DEFAULT_BACKOFF,
+            deadline: Some(DEFAULT_DEADLINE),
+            attempt_timeout: AttemptTimeout::Implied,
+            retry_after_ceiling: DEFAULT_RETRY_AFTER_CEILING,
+            conflict_delay: DEFAULT_CONFLICT_DELAY,
+            transient_statuses: StatusSet::transient_default(),
+            retry_conflict_when_keyed: true,
+            key_attachment: KeyAttachment::UnsafeMethods,
+            key_format: KeyFormat::Token,
+            key_header: DEFAULT_KEY_HEADER.to_owned(),
+            request_id_header: DEFAULT_REQUEST_ID_HEADER.to_owned(),
+            server_hint_header: None,
+            redact_query_params: Vec::new(),
+            rng_seed: None,
+        }
+    }
+}
+
+/// A frozen, validated retry policy. Cheap to clone; clones share the budget.
+///
+/// # Defaults
+///
+/// Every setting of [`RetryPolicyBuilder`], under its setter's name:
+///
+/// | setting | default | why |
+/// |---|---|---|
+/// | `max_attempts` | 3 | 1 + 2 retries, the AWS SDK standard mode |
+/// | `backoff` | full jitter, base 100 ms, cap 2 s | fewest calls in Brooker's simulation; seed values |
+/// | `deadline` | 30 s for the whole intent, from `send()`: observers, attempts and pauses | a user rarely waits longer |
+/// | `attempt_timeout` | 10 s, or half the intent's deadline if that is shorter (the whole deadline with `max_attempts(1)`); a per-request `timeout()` replaces it; always cut to the time left; also bounds reading the body, as reqwest's timeout does | one stuck attempt must not eat the deadline: against a server that hangs, a retry still fits (see [`RetryPolicy::attempt_timeout`]) |
+/// | `retry_after_ceiling` | 30 s | longer asks end the intent with the asked time |
+/// | `conflict_delay` | 1 s, the least pause after a 409 "same key in progress" | the server is still executing: polling at the backoff's 100 ms only adds load |
+/// | `transient_statuses` | 408, 429, 502, 503, 504 | 500 is opt-in |
+/// | `retry_conflict_when_keyed` | on: a 409 on a keyed request is waited out | the seed contract: parallel duplicate → 409 |
+/// | `key_attachment` | POST, PATCH and other non-idempotent methods | they are the ones a key makes retryable |
+/// | `key_format` | bare token | what Stripe and most APIs accept |
+/// | `key_header` | `Idempotency-Key` | the IETF draft's name |
+/// | `request_id_header` | `X-Request-Id` | a fresh UUID v4 per attempt |
+/// | `server_hint_header` | none | servers name it differently (Stripe: `Stripe-Should-Retry`) |
+/// | `redact_query_params` | none besides OpenTelemetry's four | `url.full` in spans never shows them |
+/// | `rng_seed` | none: thread-local CSPRNG | seed it for repeatable tests |
+/// | `budget` | retries ≤ 10 % of requests over 10 s + 10 in reserve, one per policy (shared by its clones and every client built from them) | see [`RetryBudget`] |
+/// | `gate` | none besides the budget | a breaker or throttle is opt-in |
+/// | `observer` | none | with none the intent pays nothing |
+/// | `classifier` | none: the rules above | |
+/// | `sleeper` | tokio timer | inject [`crate::RecordingSleeper`] in tests |
+/// | `clock` | `Instant::now` | inject [`crate::VirtualClock`] so recorded pauses use up the deadline |
+/// | observers' `started` / `ended` | bounded by the time left before the deadline | a slow observer (a journal write) must not make `send()` outlive its deadline (see [`IntentObserver`](crate::IntentObserver)) |
+#[derive(Clone)]
+pub struct RetryPolicy {
+    pub(crate) inner: Arc<PolicyInner>,
+}
+
+pub(crate) struct PolicyInner {
+    /// The settings as given (validated).
+    pub(crate) settings: Settings,
+    /// What the classification reads: derived from `settings` and the classifier.
+    pub(crate) rules: Rules,
+    /// `settings.key_header`, `settings.request_id_header`, parsed.
     pub(crate) key_header: HeaderName,
     pub(crate) request_id_header: HeaderName,
     budget: RetryBudget,
+    /// The user's gates, as given (for `to_builder`).
+    user_gates: Vec<Arc<dyn Gate>>,
     /// The user's gates, then the budget (asked last, so that it is charged only
-    /// for retries that happen).
+    /// for attempts that happen).
     pub(crate) gates: Vec<Arc<dyn Gate>>,
     pub(crate) observers: Vec<Arc<dyn IntentObserver>>,
     pub(crate) sleeper: Arc<dyn Sleeper>,
     pub(crate) clock: Arc<dyn Clock>,
-    /// Query parameters whose values spans show as `REDACTED`, besides OpenTelemetry's.
-    pub(crate) redact_query_params: Arc<[String]>,
     seeded_rng: Option<Mutex<StdRng>>,
 }
 
@@ -103,17 +154,17 @@ impl RetryPolicy {
 
     /// The most attempts one intent makes.
     pub fn max_attempts(&self) -> u32 {
-        self.inner.max_attempts
+        self.inner.settings.max_attempts
     }
 
     /// The backoff strategy.
     pub fn backoff(&self) -> Backoff {
-        self.inner.backoff
+        self.inner.settings.backoff
     }
 
     /// The deadline of one intent, if any.
     pub fn deadline(&self) -> Option<Duration> {
-        self.inner.deadline
+        self.inner.settings.deadline
     }
 
     /// The timeout of each attempt of an intent with the policy's deadline, if any
@@ -125,12 +176,12 @@ impl RetryPolicy {
     /// intent with a deadline of its own ([`crate::RequestBuilder::deadline`]) gets
     /// the implied timeout of that deadline.
     pub fn attempt_timeout(&self) -> Option<Duration> {
-        self.inner.attempt_timeout_for(self.inner.deadline)
+        self.inner.attempt_timeout_for(self.inner.settings.deadline)
     }
 
     /// The longest Retry-After the client waits for.
     pub fn retry_after_ceiling(&self) -> Duration {
-        self.inner.retry_after_ceiling
+        self.inner.settings.retry_after_ceiling
     }
 
     /// Statuses treated as transient.
@@ -140,7 +191,7 @@ impl RetryPolicy {
 
     /// The shortest pause after a 409 "same key still in progress".
     pub fn conflict_delay(&self) -> Duration {
-        self.inner.conflict_delay
+        self.inner.settings.conflict_delay
     }
 
     /// The shared retry budget.
@@ -160,7 +211,7 @@ impl RetryPolicy {
 
     /// The key wire format.
     pub fn key_format(&self) -> KeyFormat {
-        self.inner.key_format
+        self.inner.settings.key_format
     }
 
     /// Whether a 409 on a keyed request is retried.
@@ -170,12 +221,12 @@ impl RetryPolicy {
 
     /// Which requests get a generated key.
     pub fn key_attachment(&self) -> KeyAttachment {
-        self.inner.key_attachment
+        self.inner.settings.key_attachment
     }
 
     /// Query parameters `url.full` shows as `REDACTED` besides OpenTelemetry's four.
     pub fn redacted_query_params(&self) -> &[String] {
-        &self.inner.redact_query_params
+        &self.inner.settings.redact_query_params
     }
 
     /// The server retry-hint header, if one is configured.
@@ -192,17 +243,48 @@ impl RetryPolicy {
     pub fn generates_key_for(&self, method: &Method) -> bool {
         self.inner.generates_key_for(method)
     }
+
+    /// A builder with this policy's settings and plug-ins: change what you need
+    /// and build a new policy. The new policy shares this one's budget (unless you
+    /// set another), gates, observers and classifier — e.g. a test can put a
+    /// [`crate::RecordingSleeper`] into a production policy, or one call can
+    /// allow more attempts without a second budget.
+    ///
+    /// # Examples
+    /// ```
+    /// use reqwest_resilience::RetryPolicy;
+    ///
+    /// let production = RetryPolicy::builder().max_attempts(4).build()?;
+    /// let patient = production.to_builder().max_attempts(6).build()?;
+    /// assert_eq!(patient.max_attempts(), 6);
+    /// assert_eq!(patient.deadline(), production.deadline());
+    /// # Ok::<(), reqwest_resilience::BuildError>(())
+    /// ```
+    pub fn to_builder(&self) -> RetryPolicyBuilder {
+        let inner = &self.inner;
+        RetryPolicyBuilder {
+            settings: inner.settings.clone(),
+            classifier: inner.rules.classifier.clone(),
+            budget: Some(inner.budget.clone()),
+            gates: inner.user_gates.clone(),
+            observers: inner.observers.clone(),
+            sleeper: inner.sleeper.clone(),
+            clock: inner.clock.clone(),
+        }
+    }
 }
 
 impl PolicyInner {
     /// The timeout of each attempt of an intent with this deadline (see
     /// [`RetryPolicy::attempt_timeout`]).
     pub(crate) fn attempt_timeout_for(&self, deadline: Option<Duration>) -> Option<Duration> {
-        self.attempt_timeout.for_intent(deadline, self.max_attempts)
+        self.settings
+            .attempt_timeout
+            .for_intent(deadline, self.settings.max_attempts)
     }
 
     pub(crate) fn generates_key_for(&self, method: &Method) -> bool {
-        match self.key_attachment {
+        match self.settings.key_attachment {
             KeyAttachment::Always => true,
             KeyAttachment::UnsafeMethods => !is_idempotent_method(method),
             KeyAttachment::Never => false,
@@ -237,27 +319,12 @@ impl fmt::Debug for RetryPolicy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let p = &self.inner;
         f.debug_struct("RetryPolicy")
-            .field("max_attempts", &p.max_attempts)
-            .field("backoff", &p.backoff)
-            .field("deadline", &p.deadline)
+            .field("settings", &p.settings)
             .field("attempt_timeout", &self.attempt_timeout())
-            .field("retry_after_ceiling", &p.retry_after_ceiling)
-            .field("conflict_delay", &p.conflict_delay)
-            .field("transient_statuses", &p.rules.transient_statuses)
-            .field(
-                "retry_conflict_when_keyed",
-                &p.rules.retry_conflict_when_keyed,
-            )
             .field("classifier", &p.rules.classifier.is_some())
-            .field("key_attachment", &p.key_attachment)
-            .field("key_format", &p.key_format)
-            .field("key_header", &p.key_header)
-            .field("request_id_header", &p.request_id_header)
             .field("budget", &p.budget)
             .field("gates", &p.gates.len())
             .field("observers", &p.observers.len())
-            .field("server_hint_header", &p.rules.server_hint_header)
-            .field("seeded", &p.seeded_rng.is_some())
             .finish()
     }
 }
@@ -280,79 +347,51 @@ impl fmt::Debug for RetryPolicy {
 /// ```
 #[derive(Clone)]
 pub struct RetryPolicyBuilder {
-    max_attempts: u32,
-    backoff: Backoff,
-    deadline: Option<Duration>,
-    attempt_timeout: AttemptTimeout,
-    retry_after_ceiling: Duration,
-    conflict_delay: Duration,
-    transient_statuses: StatusSet,
-    retry_conflict_when_keyed: bool,
+    settings: Settings,
     classifier: Option<Arc<dyn Classifier>>,
-    key_attachment: KeyAttachment,
-    key_format: KeyFormat,
-    key_header: String,
-    request_id_header: String,
     /// `None`: each built policy gets a budget of its own, with the defaults.
     budget: Option<RetryBudget>,
     gates: Vec<Arc<dyn Gate>>,
     observers: Vec<Arc<dyn IntentObserver>>,
     sleeper: Arc<dyn Sleeper>,
     clock: Arc<dyn Clock>,
-    server_hint_header: Option<String>,
-    redact_query_params: Vec<String>,
-    seed: Option<u64>,
 }
 
 impl RetryPolicyBuilder {
     /// Every setting at its default (see [`RetryPolicy`]'s Defaults).
     pub fn new() -> Self {
         Self {
-            max_attempts: DEFAULT_MAX_ATTEMPTS,
-            backoff: DEFAULT_BACKOFF,
-            deadline: Some(DEFAULT_DEADLINE),
-            attempt_timeout: AttemptTimeout::Implied,
-            retry_after_ceiling: DEFAULT_RETRY_AFTER_CEILING,
-            conflict_delay: DEFAULT_CONFLICT_DELAY,
-            transient_statuses: StatusSet::transient_default(),
-            retry_conflict_when_keyed: true,
+            settings: Settings::default(),
             classifier: None,
-            key_attachment: KeyAttachment::default(),
-            key_format: KeyFormat::default(),
-            key_header: DEFAULT_KEY_HEADER.to_owned(),
-            request_id_header: DEFAULT_REQUEST_ID_HEADER.to_owned(),
             budget: None,
             gates: Vec::new(),
             observers: Vec::new(),
             sleeper: Arc::new(TokioSleeper),
             clock: Arc::new(SystemClock),
-            server_hint_header: None,
-            redact_query_params: Vec::new(),
-            seed: None,
         }
     }
 
     /// Most attempts per intent, the first included (1 disables retries; 1–50).
     pub fn max_attempts(mut self, attempts: u32) -> Self {
-        self.max_attempts = attempts;
+        self.settings.max_attempts = attempts;
         self
     }
 
     /// The backoff strategy used when the server sends no `Retry-After`.
     pub fn backoff(mut self, backoff: Backoff) -> Self {
-        self.backoff = backoff;
+        self.settings.backoff = backoff;
         self
     }
 
     /// Total time for the intent, attempts and pauses included.
     pub fn deadline(mut self, deadline: Duration) -> Self {
-        self.deadline = Some(deadline);
+        self.settings.deadline = Some(deadline);
         self
     }
 
     /// No overall deadline (max attempts and the attempt timeout still bound the intent).
     pub fn no_deadline(mut self) -> Self {
-        self.deadline = None;
+        self.settings.deadline = None;
         self
     }
 
@@ -360,32 +399,32 @@ impl RetryPolicyBuilder {
     /// of the implied one (see [`RetryPolicy::attempt_timeout`]). Longer than the
     /// policy's deadline is a build error.
     pub fn attempt_timeout(mut self, timeout: Duration) -> Self {
-        self.attempt_timeout = AttemptTimeout::Fixed(timeout);
+        self.settings.attempt_timeout = AttemptTimeout::Fixed(timeout);
         self
     }
 
     /// No per-attempt timeout (the deadline still applies).
     pub fn no_attempt_timeout(mut self) -> Self {
-        self.attempt_timeout = AttemptTimeout::Off;
+        self.settings.attempt_timeout = AttemptTimeout::Off;
         self
     }
 
     /// The longest `Retry-After` the client waits for; a longer one ends the intent
     /// at once with [`crate::Error::retry_after`] set.
     pub fn retry_after_ceiling(mut self, ceiling: Duration) -> Self {
-        self.retry_after_ceiling = ceiling;
+        self.settings.retry_after_ceiling = ceiling;
         self
     }
 
     /// Statuses treated as transient (replaces the default set).
     pub fn transient_statuses(mut self, statuses: StatusSet) -> Self {
-        self.transient_statuses = statuses;
+        self.settings.transient_statuses = statuses;
         self
     }
 
     /// Whether a 409 on a keyed request ("same key still in progress") is retried.
     pub fn retry_conflict_when_keyed(mut self, retry: bool) -> Self {
-        self.retry_conflict_when_keyed = retry;
+        self.settings.retry_conflict_when_keyed = retry;
         self
     }
 
@@ -397,25 +436,25 @@ impl RetryPolicyBuilder {
 
     /// Which requests get a generated idempotency key.
     pub fn key_attachment(mut self, attachment: KeyAttachment) -> Self {
-        self.key_attachment = attachment;
+        self.settings.key_attachment = attachment;
         self
     }
 
     /// How the key is written on the wire.
     pub fn key_format(mut self, format: KeyFormat) -> Self {
-        self.key_format = format;
+        self.settings.key_format = format;
         self
     }
 
     /// The idempotency key header name.
     pub fn key_header(mut self, name: impl Into<String>) -> Self {
-        self.key_header = name.into();
+        self.settings.key_header = name.into();
         self
     }
 
     /// The request id header name.
     pub fn request_id_header(mut self, name: impl Into<String>) -> Self {
-        self.request_id_header = name.into();
+        self.settings.request_id_header = name.into();
         self
     }
 
@@ -454,7 +493,7 @@ impl RetryPolicyBuilder {
     /// server's `Retry-After`, when longer). These waits are not charged to the
     /// retry budget.
     pub fn conflict_delay(mut self, delay: Duration) -> Self {
-        self.conflict_delay = delay;
+        self.settings.conflict_delay = delay;
         self
     }
 
@@ -469,7 +508,7 @@ impl RetryPolicyBuilder {
     /// the status (a user [`classifier`](Self::classifier) still decides first, and
     /// method safety still applies). Off by default.
     pub fn server_hint_header(mut self, name: impl Into<String>) -> Self {
-        self.server_hint_header = Some(name.into());
+        self.settings.server_hint_header = Some(name.into());
         self
     }
 
@@ -489,14 +528,15 @@ impl RetryPolicyBuilder {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.redact_query_params
+        self.settings
+            .redact_query_params
             .extend(names.into_iter().map(Into::into));
         self
     }
 
     /// Seed the jitter for repeatable delays.
     pub fn rng_seed(mut self, seed: u64) -> Self {
-        self.seed = Some(seed);
+        self.settings.rng_seed = Some(seed);
         self
     }
 
@@ -509,37 +549,38 @@ impl RetryPolicyBuilder {
     /// the deadline; an empty or invalid header name, or the same name for the key
     /// and the request id; a Retry-After ceiling or conflict delay above one hour.
     pub fn build(self) -> Result<RetryPolicy, BuildError> {
-        if self.max_attempts == 0 || self.max_attempts > MAX_ATTEMPTS_LIMIT {
-            return Err(BuildError::MaxAttempts(self.max_attempts));
+        let settings = self.settings;
+        if settings.max_attempts == 0 || settings.max_attempts > MAX_ATTEMPTS_LIMIT {
+            return Err(BuildError::MaxAttempts(settings.max_attempts));
         }
-        validate_backoff(self.backoff)?;
-        if self.retry_after_ceiling > MAX_RETRY_AFTER_CEILING {
+        validate_backoff(settings.backoff)?;
+        if settings.retry_after_ceiling > MAX_RETRY_AFTER_CEILING {
             return Err(BuildError::RetryAfterCeilingTooLong(
-                self.retry_after_ceiling,
+                settings.retry_after_ceiling,
             ));
         }
-        if self.conflict_delay > MAX_BACKOFF_DELAY {
-            return Err(BuildError::ConflictDelayTooLong(self.conflict_delay));
+        if settings.conflict_delay > MAX_BACKOFF_DELAY {
+            return Err(BuildError::ConflictDelayTooLong(settings.conflict_delay));
         }
-        if self.deadline == Some(Duration::ZERO) {
+        if settings.deadline == Some(Duration::ZERO) {
             return Err(BuildError::ZeroDeadline);
         }
         // The implied attempt timeout fits any deadline by construction; an explicit
         // one longer than the deadline set beside it is a mistake worth reporting.
-        if let AttemptTimeout::Fixed(each) = self.attempt_timeout {
+        if let AttemptTimeout::Fixed(each) = settings.attempt_timeout {
             if each.is_zero() {
                 return Err(BuildError::ZeroAttemptTimeout);
             }
-            if let Some(total) = self.deadline.filter(|total| each > *total) {
+            if let Some(total) = settings.deadline.filter(|total| each > *total) {
                 return Err(BuildError::AttemptTimeoutExceedsDeadline {
                     attempt_timeout: each,
                     deadline: total,
                 });
             }
         }
-        let key_header = header_name("key_header", &self.key_header)?;
-        let request_id_header = header_name("request_id_header", &self.request_id_header)?;
-        let server_hint_header = self
+        let key_header = header_name("key_header", &settings.key_header)?;
+        let request_id_header = header_name("request_id_header", &settings.request_id_header)?;
+        let server_hint_header = settings
             .server_hint_header
             .as_deref()
             .map(|name| header_name("server_hint_header", name))
@@ -548,35 +589,29 @@ impl RetryPolicyBuilder {
             return Err(BuildError::SameHeaderNames(key_header.to_string()));
         }
         let budget = self.budget.unwrap_or_else(RetryBudget::new_default);
-        let mut gates = self.gates;
+        let user_gates = self.gates;
+        let mut gates = user_gates.clone();
         gates.push(Arc::new(budget.clone()));
         Ok(RetryPolicy {
             inner: Arc::new(PolicyInner {
-                max_attempts: self.max_attempts,
-                backoff: self.backoff,
-                deadline: self.deadline,
-                attempt_timeout: self.attempt_timeout,
-                retry_after_ceiling: self.retry_after_ceiling,
-                conflict_delay: self.conflict_delay,
                 rules: Rules {
                     classifier: self.classifier,
                     server_hint_header,
-                    transient_statuses: self.transient_statuses,
-                    retry_conflict_when_keyed: self.retry_conflict_when_keyed,
+                    transient_statuses: settings.transient_statuses,
+                    retry_conflict_when_keyed: settings.retry_conflict_when_keyed,
                 },
-                key_attachment: self.key_attachment,
-                key_format: self.key_format,
                 key_header,
                 request_id_header,
                 budget,
+                user_gates,
                 gates,
                 observers: self.observers,
                 sleeper: self.sleeper,
                 clock: self.clock,
-                redact_query_params: self.redact_query_params.into(),
-                seeded_rng: self
-                    .seed
+                seeded_rng: settings
+                    .rng_seed
                     .map(|seed| Mutex::new(StdRng::seed_from_u64(seed))),
+                settings,
             }),
         })
     }
@@ -591,10 +626,7 @@ impl Default for RetryPolicyBuilder {
 impl fmt::Debug for RetryPolicyBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RetryPolicyBuilder")
-            .field("max_attempts", &self.max_attempts)
-            .field("backoff", &self.backoff)
-            .field("deadline", &self.deadline)
-            .field("attempt_timeout", &self.attempt_timeout)
+            .field("settings", &self.settings)
             .finish_non_exhaustive()
     }
 }
@@ -827,6 +859,87 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert_eq!(message, "attempt_timeout 2s is longer than the deadline 1s");
+    }
+
+    /// Destructured without `..`: a setting added to `Settings` does not compile
+    /// here until it is named — and then it must be in the Defaults table.
+    #[test]
+    fn every_setting_is_in_the_defaults_table() {
+        let Settings {
+            max_attempts: _,
+            backoff: _,
+            deadline: _,
+            attempt_timeout: _,
+            retry_after_ceiling: _,
+            conflict_delay: _,
+            transient_statuses: _,
+            retry_conflict_when_keyed: _,
+            key_attachment: _,
+            key_format: _,
+            key_header: _,
+            request_id_header: _,
+            server_hint_header: _,
+            redact_query_params: _,
+            rng_seed: _,
+        } = Settings::default();
+        let settings = [
+            "max_attempts",
+            "backoff",
+            "deadline",
+            "attempt_timeout",
+            "retry_after_ceiling",
+            "conflict_delay",
+            "transient_statuses",
+            "retry_conflict_when_keyed",
+            "key_attachment",
+            "key_format",
+            "key_header",
+            "request_id_header",
+            "server_hint_header",
+            "redact_query_params",
+            "rng_seed",
+        ];
+        let plug_ins = [
+            "budget",
+            "gate",
+            "observer",
+            "classifier",
+            "sleeper",
+            "clock",
+        ];
+        let source = include_str!("policy.rs");
+        let rows: Vec<&str> = source
+            .lines()
+            .filter(|line| line.starts_with("/// | `"))
+            .collect();
+        for name in settings.iter().chain(&plug_ins) {
+            let cell = format!("/// | `{name}` |");
+            assert!(
+                rows.iter().any(|row| row.starts_with(&cell)),
+                "`{name}` is missing from the Defaults table"
+            );
+        }
+    }
+
+    #[test]
+    fn to_builder_keeps_everything_and_shares_the_budget() {
+        let policy = RetryPolicy::builder()
+            .max_attempts(4)
+            .deadline(Duration::from_secs(5))
+            .key_header("x-key")
+            .rng_seed(3)
+            .build()
+            .unwrap();
+        let copy = policy.to_builder().build().unwrap();
+        assert_eq!(format!("{policy:?}"), format!("{copy:?}"));
+        let changed = policy.to_builder().max_attempts(6).build().unwrap();
+        assert_eq!(changed.max_attempts(), 6);
+        assert_eq!(changed.key_header().as_str(), "x-key");
+        // One budget: what one spends, the other sees.
+        let now = std::time::Instant::now();
+        let before = changed.budget().available_at("h", now);
+        assert!(policy.budget().try_withdraw_at("h", now));
+        assert_eq!(changed.budget().available_at("h", now), before - 1);
     }
 
     #[test]

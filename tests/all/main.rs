@@ -15,6 +15,7 @@ mod deadline;
 mod extension_points;
 mod keys;
 mod middleware;
+mod per_request;
 mod retry_after;
 mod server_hints;
 mod tracing_spans;
