@@ -94,31 +94,43 @@
 // Without a backend only your own `JournalStore` is usable; the row helpers idle.
 #![cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
 
+mod backlog;
 mod durable;
 mod error;
 mod headers;
 mod journal;
+mod listing;
+mod migrations;
 mod record;
 mod resume;
 mod row;
 mod state;
 mod store;
+mod worker;
+
+#[cfg(feature = "test-util")]
+pub mod conformance;
 
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
+pub use backlog::Backlog;
 pub use durable::{journal_error, DurableExt, DurableOptions};
 pub use error::{BoxError, JournalError};
 pub use headers::ALWAYS_EXCLUDED;
 pub use journal::{Journal, JournalBuilder, DEFAULT_RETENTION};
+pub use listing::{ListCursor, ListPage};
 pub use record::{Claimed, IntentRecord, Lease, NewIntent, Outcome};
-pub use resume::{ResumeHandle, ResumeReport, Resumer};
+pub use resume::{ResumeHandle, ResumeReport, ResumeResult, Resumer};
 pub use state::{IntentState, UnknownState};
 pub use store::{JournalStore, StoreFuture};
+pub use worker::Worker;
 
 #[cfg(feature = "postgres")]
-pub use postgres::PostgresStore;
+pub use postgres::{
+    PostgresStore, PostgresStoreBuilder, DEFAULT_CONNECT_TIMEOUT, DEFAULT_STATEMENT_TIMEOUT,
+};
 #[cfg(feature = "sqlite")]
-pub use sqlite::SqliteStore;
+pub use sqlite::{SqliteStore, SqliteStoreBuilder, DEFAULT_BUSY_TIMEOUT};

@@ -4,7 +4,11 @@ mod children;
 mod conformance;
 mod crash;
 mod durable;
+mod files;
 #[cfg(feature = "postgres")]
 mod fleet;
+mod migrations;
+mod restart;
 mod resume;
 mod support;
+mod timeouts;

@@ -54,7 +54,27 @@ fn find_or_start() -> Option<String> {
         super::skip_postgres("no DATABASE_URL and no initdb/pg_ctl found");
         return None;
     };
-    Some(start_cluster(&bin))
+    Some(Cluster::start(&bin).conninfo)
+}
+
+/// A throwaway cluster of the caller's own (one that a test may stop and start
+/// again), or `None` without the PostgreSQL binaries (after one loud line).
+pub fn own_cluster() -> Option<Cluster> {
+    let Some(bin) = find_binaries() else {
+        super::skip_postgres("no initdb/pg_ctl found (a test needs a cluster of its own)");
+        return None;
+    };
+    Some(Cluster::start(&bin))
+}
+
+/// A running throwaway cluster on 127.0.0.1.
+#[derive(Debug)]
+pub struct Cluster {
+    pub conninfo: String,
+    bin: PathBuf,
+    dir: PathBuf,
+    port: u16,
+    root: bool,
 }
 
 fn find_binaries() -> Option<PathBuf> {
@@ -120,7 +140,48 @@ fn run_bounded(mut command: Command, limit: Duration, what: &str) {
     }
 }
 
-fn start_cluster(bin: &Path) -> String {
+impl Cluster {
+    fn start(bin: &Path) -> Cluster {
+        start_cluster(bin)
+    }
+
+    /// Stops the server (fast shutdown: open connections are cut).
+    pub fn stop(&self) {
+        let mut stop = as_pg_user(self.root, &self.bin.join("pg_ctl"));
+        stop.arg("-D")
+            .arg(self.dir.join("data"))
+            .args(["-w", "-t", "30", "-m", "fast", "stop"]);
+        run_bounded(stop, Duration::from_secs(40), "pg_ctl stop");
+    }
+
+    /// Starts the server again on the same port.
+    pub fn restart(&self) {
+        run_bounded(
+            pg_ctl_start(self.root, &self.bin, &self.dir, self.port),
+            Duration::from_secs(75),
+            "pg_ctl start",
+        );
+    }
+}
+
+fn pg_ctl_start(root: bool, bin: &Path, dir: &Path, port: u16) -> Command {
+    let mut start = as_pg_user(root, &bin.join("pg_ctl"));
+    start
+        .arg("-D")
+        .arg(dir.join("data"))
+        .arg("-l")
+        .arg(dir.join("server.log"))
+        .args(["-w", "-t", "60", "-o"])
+        .arg(format!(
+            "-h 127.0.0.1 -p {port} -k {} -c fsync=off -c synchronous_commit=off \
+             -c full_page_writes=off -c max_connections=60",
+            dir.display()
+        ))
+        .arg("start");
+    start
+}
+
+fn start_cluster(bin: &Path) -> Cluster {
     let root = is_root();
     if root {
         // The `postgres` user owns the cluster; create it on a machine without one.
@@ -174,20 +235,11 @@ fn start_cluster(bin: &Path) -> String {
         .and_then(|listener| listener.local_addr())
         .expect("find a free port")
         .port();
-    let mut start = as_pg_user(root, &bin.join("pg_ctl"));
-    start
-        .arg("-D")
-        .arg(&data)
-        .arg("-l")
-        .arg(dir.join("server.log"))
-        .args(["-w", "-t", "60", "-o"])
-        .arg(format!(
-            "-h 127.0.0.1 -p {port} -k {} -c fsync=off -c synchronous_commit=off \
-             -c full_page_writes=off -c max_connections=60",
-            dir.display()
-        ))
-        .arg("start");
-    run_bounded(start, Duration::from_secs(75), "pg_ctl start");
+    run_bounded(
+        pg_ctl_start(root, bin, &dir, port),
+        Duration::from_secs(75),
+        "pg_ctl start",
+    );
 
     // Stop the cluster and remove its files when this test process exits, however
     // it exits (the watchdog polls the parent; bounded by the parent's life).
@@ -210,5 +262,11 @@ fn start_cluster(bin: &Path) -> String {
         .stderr(Stdio::null())
         .spawn()
         .expect("start the cluster watchdog");
-    format!("host=127.0.0.1 port={port} user=postgres dbname=postgres")
+    Cluster {
+        conninfo: format!("host=127.0.0.1 port={port} user=postgres dbname=postgres"),
+        bin: bin.to_owned(),
+        dir,
+        port,
+        root,
+    }
 }
