@@ -47,7 +47,8 @@ pub enum JournalError {
     /// timeout. Nothing was written by the timed-out step.
     #[error("journal {operation} timed out after {after:?}")]
     Timeout {
-        /// What timed out (`"write lock"`, `"statement"`, `"connect"`).
+        /// What timed out (`"write lock"`, `"statement"`, `"connect"`,
+        /// `"migration"`).
         operation: &'static str,
         /// The configured timeout.
         after: std::time::Duration,
