@@ -127,6 +127,8 @@ mod worker;
 
 #[cfg(feature = "test-util")]
 pub mod conformance;
+#[cfg(all(feature = "test-util", feature = "postgres"))]
+pub mod throwaway_postgres;
 
 #[cfg(feature = "postgres")]
 mod postgres;

@@ -116,7 +116,7 @@ mod postgres {
         else {
             return;
         };
-        let store = PostgresStore::builder(&cluster.conninfo)
+        let store = PostgresStore::builder(cluster.conninfo())
             .connect_timeout(Duration::from_secs(1))
             .statement_timeout(Duration::from_secs(2))
             .connect()
@@ -132,7 +132,8 @@ mod postgres {
         let stopping = cluster.clone();
         tokio::task::spawn_blocking(move || stopping.stop())
             .await
-            .unwrap();
+            .unwrap()
+            .expect("stop the database");
         let started = Instant::now();
         let error = store.get("before").await.unwrap_err();
         assert!(
@@ -144,7 +145,8 @@ mod postgres {
         let starting = cluster.clone();
         tokio::task::spawn_blocking(move || starting.restart())
             .await
-            .unwrap();
+            .unwrap()
+            .expect("start the database again");
         // Bounded: the reconnect backoff is at most 5 s between attempts.
         let back = Instant::now();
         let row = loop {
