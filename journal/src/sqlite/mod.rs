@@ -85,17 +85,11 @@ impl SqliteStoreBuilder {
         let conn = match &self.path {
             Some(path) => {
                 file::prepare(path)?;
-                let conn = Connection::open(path).map_err(JournalError::storage)?;
-                conn.busy_timeout(self.busy_timeout)
-                    .map_err(JournalError::storage)?;
-                conn.query_row("PRAGMA journal_mode = WAL", [], |row| {
-                    row.get::<_, String>(0)
-                })
-                .map_err(JournalError::storage)?;
-                conn
+                Connection::open(path)
             }
-            None => Connection::open_in_memory().map_err(JournalError::storage)?,
-        };
+            None => Connection::open_in_memory(),
+        }
+        .map_err(JournalError::storage)?;
         let store = SqliteStore {
             conn: Arc::new(Mutex::new(conn)),
             busy_timeout: self.busy_timeout,
@@ -103,6 +97,13 @@ impl SqliteStoreBuilder {
         store.with_conn(|conn| {
             conn.busy_timeout(store.busy_timeout)
                 .map_err(JournalError::storage)?;
+            if self.path.is_some() {
+                // Switching to WAL needs the lock too: after the busy timeout.
+                conn.query_row("PRAGMA journal_mode = WAL", [], |row| {
+                    row.get::<_, String>(0)
+                })
+                .map_err(JournalError::storage)?;
+            }
             conn.pragma_update(None, "synchronous", "FULL")
                 .map_err(JournalError::storage)?;
             migrate::migrate(conn)

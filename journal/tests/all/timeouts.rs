@@ -109,6 +109,58 @@ mod postgres {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_server_that_never_answers_the_connect_is_a_timeout_error() {
+        // Accepts TCP connections and never says a word (a hung server).
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let held = tokio::spawn(async move {
+            let mut sockets = Vec::new();
+            for _ in 0..4 {
+                let Ok((socket, _)) = listener.accept().await else {
+                    break;
+                };
+                sockets.push(socket);
+            }
+            tokio::time::sleep(Duration::from_secs(10)).await;
+        });
+        let started = Instant::now();
+        let error = PostgresStore::builder(&format!(
+            "host=127.0.0.1 port={port} user=postgres dbname=postgres"
+        ))
+        .connect_timeout(Duration::from_millis(300))
+        .connect()
+        .await
+        .unwrap_err();
+        assert!(error.is_timeout(), "{error}");
+        assert_eq!(error.to_string(), "journal connect timed out after 300ms");
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
+        );
+        held.abort();
+    }
+
+    #[tokio::test]
+    async fn bad_connection_settings_are_clear_errors() {
+        let error = PostgresStore::connect("host=127.0.0.1 port=notaport")
+            .await
+            .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("invalid journal configuration"),
+            "{error}"
+        );
+        let error = PostgresStore::builder("host=127.0.0.1")
+            .statement_timeout(Duration::ZERO)
+            .connect()
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains("above zero"), "{error}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_store_survives_a_restart_of_its_database() {
         let Some(cluster) = tokio::task::spawn_blocking(crate::support::pg::own_cluster)
             .await
