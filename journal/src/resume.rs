@@ -408,3 +408,38 @@ impl ResumeHandle {
         self.task.await.unwrap_or_default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(due: u64, next_in: Option<Duration>) -> ResumeReport {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        ResumeReport {
+            backlog: Some(Backlog {
+                due,
+                leased: 0,
+                leased_until: None,
+                waiting: u64::from(next_in.is_some()),
+                next_due: next_in.map(|d| now + d),
+                now,
+            }),
+            ..ResumeReport::default()
+        }
+    }
+
+    #[test]
+    fn the_loop_waits_until_the_next_due_time_at_most_the_interval() {
+        let interval = Duration::from_secs(30);
+        let s = Duration::from_secs;
+        assert_eq!(pause_after(&report(3, None), interval), Duration::ZERO);
+        assert_eq!(pause_after(&report(0, Some(s(2))), interval), s(2));
+        assert_eq!(pause_after(&report(0, Some(s(90))), interval), interval);
+        assert_eq!(
+            pause_after(&report(0, Some(Duration::ZERO)), interval),
+            MIN_PAUSE
+        );
+        assert_eq!(pause_after(&report(0, None), interval), interval);
+        assert_eq!(pause_after(&ResumeReport::default(), interval), interval);
+    }
+}

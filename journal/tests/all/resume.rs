@@ -158,6 +158,22 @@ async fn drain_resumes_until_nothing_is_due_and_reports_each_intent(backend: Bac
         .all(|(_, state, failed)| *state == IntentState::Succeeded && !failed));
     assert_eq!(results[0].0, "drain-00");
     assert_eq!(server.effects(), 70);
+
+    // The journal lists them page by page: 32, 32, 6, then no next cursor.
+    let mut sizes = Vec::new();
+    let mut cursor = None;
+    for _ in 0..5 {
+        let page = journal
+            .list_page(IntentState::Succeeded, cursor.as_ref(), 32)
+            .await
+            .unwrap();
+        sizes.push(page.records.len());
+        cursor = page.next;
+        if cursor.is_none() {
+            break;
+        }
+    }
+    assert_eq!(sizes, [32, 32, 6]);
 }
 
 #[tokio::test]
