@@ -2,14 +2,15 @@
 //!
 //! Process 1 (a child of this one) sends `POST /payments` durably: the intent is
 //! written ahead to a SQLite journal, the server commits the payment — and the
-//! process is killed (SIGKILL) before the answer arrives. Process 2 (this one)
-//! finds the intent in the journal, waits out the dead process's lease, and
-//! resumes it with the same key and the same body bytes: the server replays its
-//! stored answer. The server shows one payment.
+//! process is killed (SIGKILL) before the answer arrives. Process 2 (this one) is
+//! the same worker restarted: same worker name, a new incarnation. At start-up it
+//! takes the dead process's lease back at once — no waiting for it to end — and
+//! resumes the intent with the same key and the same body bytes: the server
+//! replays its stored answer. The server shows one payment.
 //!
 //! Run: `cargo run -p reqwest-resilience-journal --example durable`
 
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use reqwest_resilience::ResilientClient;
 use reqwest_resilience_journal::{DurableExt, Journal, SqliteStore};
@@ -22,6 +23,8 @@ use server::{Act, Server};
 const CHILD_ENV: &str = "DURABLE_EXAMPLE_CHILD";
 const KEY: &str = "order-1842-payment";
 const BODY: &str = r#"{"amount":500,"currency":"EUR","order":"1842"}"#;
+/// The worker's stable name: the same in both processes.
+const WORKER: &str = "payments-1";
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -35,8 +38,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 async fn first_process(args: &str) -> Result<(), Box<dyn std::error::Error>> {
     let (url, journal_path) = args.split_once('|').ok_or("bad child arguments")?;
     let journal = Journal::builder(SqliteStore::open(journal_path)?)
-        // A short lease so the example finishes in seconds: deadline + 100 ms.
-        .lease_margin(Duration::from_millis(100))
+        .worker_name(WORKER)
         .build()?;
     let result = ResilientClient::new()
         .post(url)
@@ -82,28 +84,35 @@ async fn second_process() -> Result<(), Box<dyn std::error::Error>> {
     println!("process 1: sent the payment; the server committed it; process 1 was killed");
     println!("payments on the server: {}\n", server.effects());
 
-    let journal = Journal::new(SqliteStore::open(&journal_path)?);
+    let journal = Journal::builder(SqliteStore::open(&journal_path)?)
+        .worker_name(WORKER)
+        .build()?;
     let row = journal
         .get(KEY)
         .await?
         .ok_or("the intent was not journaled")?;
-    // A dead worker's intent is claimable once its lease ends.
     let lease_left = row
         .lease_until
         .and_then(|until| until.duration_since(SystemTime::now()).ok())
         .unwrap_or_default();
     println!(
-        "process 2: journal holds the intent: state {}, {} body bytes, dead worker's lease ends in {lease_left:.1?}",
+        "process 2: journal holds the intent: state {}, {} body bytes, the dead process's lease \
+         would end in {lease_left:.0?}",
         row.state,
         row.body.len(),
     );
-    tokio::time::sleep(lease_left.min(Duration::from_secs(10)) + Duration::from_millis(50)).await;
 
-    let report = journal.resume(&ResilientClient::new(), 10).await?;
+    // Start-up: the same worker name in a new process takes its leases back now.
+    let started = Instant::now();
+    let report = journal.resumer(&ResilientClient::new()).drain().await?;
     let row = journal.get(KEY).await?.ok_or("row gone")?;
     println!(
-        "process 2: resumed {} intent(s): state {}, status {:?}, result at {:?}",
-        report.claimed, row.state, row.status, row.locator
+        "process 2: resumed {} intent(s) at start-up in {:.0?}: state {}, status {:?}, result at {:?}",
+        report.claimed,
+        started.elapsed(),
+        row.state,
+        row.status,
+        row.locator
     );
     let seen = server.seen_with_key(KEY);
     println!(

@@ -103,7 +103,7 @@ impl IntentObserver for DurableObserver {
                 .store()
                 .write_ahead(
                     &new,
-                    self.journal.owner(),
+                    self.journal.worker(),
                     self.journal.lease_for(new.deadline),
                 )
                 .await?;

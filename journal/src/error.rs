@@ -38,6 +38,21 @@ pub enum JournalError {
     /// A stored row could not be read back (edited by hand, or a newer schema).
     #[error("journal row is invalid: {0}")]
     InvalidRecord(String),
+    /// The journal's schema cannot be used by this version of the crate: it is
+    /// newer (a later version migrated it), or a migration step failed.
+    #[error("journal schema: {0}")]
+    Schema(String),
+    /// The database did not answer in time: the SQLite write lock stayed taken
+    /// past the busy timeout, or a PostgreSQL statement (or connect) ran past its
+    /// timeout. Nothing was written by the timed-out step.
+    #[error("journal {operation} timed out after {after:?}")]
+    Timeout {
+        /// What timed out (`"write lock"`, `"statement"`, `"connect"`,
+        /// `"migration"`).
+        operation: &'static str,
+        /// The configured timeout.
+        after: std::time::Duration,
+    },
     /// A configuration value was rejected.
     #[error("invalid journal configuration: {0}")]
     InvalidConfig(String),
@@ -50,6 +65,11 @@ impl JournalError {
     /// True when a worker's lease was taken over and its result was dropped.
     pub fn is_lease_lost(&self) -> bool {
         matches!(self, Self::LeaseLost { .. })
+    }
+
+    /// True when the database did not answer within its configured timeout.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Self::Timeout { .. })
     }
 
     pub(crate) fn storage(error: impl Into<BoxError>) -> Self {

@@ -5,10 +5,13 @@ use std::time::Duration;
 
 use http::HeaderName;
 
+use crate::backlog::Backlog;
 use crate::error::JournalError;
+use crate::listing::{ListCursor, ListPage};
 use crate::record::IntentRecord;
 use crate::state::IntentState;
 use crate::store::JournalStore;
+use crate::worker::Worker;
 
 /// How long a server is assumed to keep an idempotency key: 24 hours (Stripe's
 /// window) minus one hour, so a resend never races the server's expiry.
@@ -21,12 +24,25 @@ pub const DEFAULT_RETENTION: Duration = Duration::from_secs(23 * 3600);
 /// | setting | default |
 /// |---|---|
 /// | key retention | [`DEFAULT_RETENTION`] (23 h) |
-/// | lease without a deadline | 5 min |
-/// | lease margin past the deadline | 30 s |
+/// | resume lease (every resume claim; a durable send without a deadline) | 5 min |
+/// | lease margin past a durable send's deadline | 30 s |
 /// | an `unknown` intent is due again after | 30 s |
 /// | max runs (write-ahead + claims) | 10 |
 /// | headers never journaled | `Authorization`, `Proxy-Authorization`, `Cookie` |
-/// | owner | `worker-<uuid v4>` |
+/// | worker | [`Worker::unique`]: `worker-<uuid v4>`, never taken over before its leases end |
+///
+/// # Restarts
+/// Give each worker a stable name, unique among live processes
+/// ([`JournalBuilder::worker_name`]: a host name, a pod name, a systemd
+/// instance). A restarted process of that name is a new *incarnation*: its first
+/// resume pass takes back every lease its dead predecessor held, at once, instead
+/// of waiting for them to end. If a twin with the same name is in fact still
+/// alive, its leases are taken over all the same: the twin's late results are
+/// dropped ([`JournalError::LeaseLost`], the fencing counter moved), and what it
+/// was still sending may be sent again by the new incarnation — with the same
+/// key and body, so the server's deduplication answers the second send, but two
+/// sends of one intent can overlap in time. Names must therefore be unique among
+/// live processes; with the default unique name nothing is taken over early.
 #[derive(Clone)]
 pub struct Journal {
     inner: Arc<Settings>,
@@ -34,9 +50,9 @@ pub struct Journal {
 
 pub(crate) struct Settings {
     pub(crate) store: Arc<dyn JournalStore>,
-    pub(crate) owner: String,
+    pub(crate) worker: Worker,
     pub(crate) retention: Duration,
-    pub(crate) lease_without_deadline: Duration,
+    pub(crate) resume_lease: Duration,
     pub(crate) lease_margin: Duration,
     pub(crate) unknown_retry_after: Duration,
     pub(crate) max_runs: i64,
@@ -46,7 +62,7 @@ pub(crate) struct Settings {
 impl std::fmt::Debug for Journal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Journal")
-            .field("owner", &self.inner.owner)
+            .field("worker", &self.inner.worker)
             .field("retention", &self.inner.retention)
             .field("max_runs", &self.inner.max_runs)
             .finish_non_exhaustive()
@@ -66,9 +82,9 @@ impl Journal {
         JournalBuilder {
             settings: Settings {
                 store: Arc::new(store),
-                owner: format!("worker-{}", uuid::Uuid::new_v4()),
+                worker: Worker::unique(),
                 retention: DEFAULT_RETENTION,
-                lease_without_deadline: Duration::from_secs(300),
+                resume_lease: Duration::from_secs(300),
                 lease_margin: Duration::from_secs(30),
                 unknown_retry_after: Duration::from_secs(30),
                 max_runs: 10,
@@ -82,9 +98,10 @@ impl Journal {
         &*self.inner.store
     }
 
-    /// This worker's lease owner name.
-    pub fn owner(&self) -> &str {
-        &self.inner.owner
+    /// The worker this journal's leases are taken for (its name is the lease
+    /// owner).
+    pub fn worker(&self) -> &Worker {
+        &self.inner.worker
     }
 
     pub(crate) fn settings(&self) -> &Settings {
@@ -99,7 +116,8 @@ impl Journal {
         self.inner.store.get(key).await
     }
 
-    /// Lists up to `limit` intents in `state`, oldest first.
+    /// Lists up to `limit` intents in `state`, oldest first (the first page of
+    /// [`list_page`](Self::list_page)).
     ///
     /// # Errors
     /// [`JournalError::Storage`] or [`JournalError::InvalidRecord`].
@@ -108,7 +126,45 @@ impl Journal {
         state: IntentState,
         limit: usize,
     ) -> Result<Vec<IntentRecord>, JournalError> {
-        self.inner.store.list(state, limit).await
+        self.inner.store.list(state, None, limit).await
+    }
+
+    /// One page of up to `limit` intents in `state`, oldest first, after
+    /// `cursor` (`None`: from the start). Pass the page's `next` to get the
+    /// following page; it is `None` after the last.
+    ///
+    /// # Errors
+    /// [`JournalError::Storage`] or [`JournalError::InvalidRecord`].
+    pub async fn list_page(
+        &self,
+        state: IntentState,
+        cursor: Option<&ListCursor>,
+        limit: usize,
+    ) -> Result<ListPage, JournalError> {
+        let records = self.inner.store.list(state, cursor, limit).await?;
+        let next = match records.last() {
+            Some(last) if records.len() == limit => Some(ListCursor::after(last)),
+            _ => None,
+        };
+        Ok(ListPage { records, next })
+    }
+
+    /// The open intents as this worker sees them: due now, leased (until
+    /// when), waiting (due when).
+    ///
+    /// # Errors
+    /// [`JournalError::Storage`].
+    pub async fn backlog(&self) -> Result<Backlog, JournalError> {
+        self.inner.store.backlog(&self.inner.worker).await
+    }
+
+    /// When this worker can next claim an intent, by the store's clock: the
+    /// store's now when one is due already, `None` when nothing is open.
+    ///
+    /// # Errors
+    /// [`JournalError::Storage`].
+    pub async fn next_due(&self) -> Result<Option<std::time::SystemTime>, JournalError> {
+        Ok(self.backlog().await?.next_claimable())
     }
 
     /// Abandons an open intent by hand (after reconciling it with the server, say);
@@ -135,7 +191,7 @@ impl Journal {
     /// The lease a run needs: its deadline plus the margin, so no other worker
     /// claims an intent while it may still be on the wire.
     pub(crate) fn lease_for(&self, deadline: Option<Duration>) -> Duration {
-        deadline.map_or(self.inner.lease_without_deadline, |deadline| {
+        deadline.map_or(self.inner.resume_lease, |deadline| {
             deadline.saturating_add(self.inner.lease_margin)
         })
     }
@@ -160,10 +216,11 @@ impl JournalBuilder {
         self
     }
 
-    /// The lease of a run whose intent has no deadline, and of every resume
-    /// claim (a resend's deadline is clipped to end before it).
-    pub fn lease_without_deadline(mut self, lease: Duration) -> Self {
-        self.settings.lease_without_deadline = lease;
+    /// The resume lease: how long every resume claim holds its intents (a
+    /// resend's deadline is clipped to end before it), and the lease of a
+    /// durable send that has no deadline. Default 5 min.
+    pub fn resume_lease(mut self, lease: Duration) -> Self {
+        self.settings.resume_lease = lease;
         self
     }
 
@@ -192,31 +249,38 @@ impl JournalBuilder {
         self
     }
 
-    /// This worker's lease owner name (default: a fresh `worker-<uuid>`).
-    pub fn owner(mut self, owner: impl Into<String>) -> Self {
-        self.settings.owner = owner.into();
+    /// This worker's stable name, unique among live processes, in this
+    /// process's incarnation: a restart takes back its predecessor's leases at
+    /// once (see [`Journal`]'s "Restarts"). Default: a unique name per journal.
+    pub fn worker_name(self, name: impl Into<String>) -> Self {
+        self.worker(Worker::new(name))
+    }
+
+    /// This worker's name and incarnation, both explicit.
+    pub fn worker(mut self, worker: Worker) -> Self {
+        self.settings.worker = worker;
         self
     }
 
     /// Validates and builds.
     ///
     /// # Errors
-    /// [`JournalError::InvalidConfig`] for a zero retention or lease, zero max runs
-    /// or an empty owner.
+    /// [`JournalError::InvalidConfig`] for a zero retention or resume lease, zero
+    /// max runs or an empty worker name.
     pub fn build(self) -> Result<Journal, JournalError> {
         let s = &self.settings;
         let invalid = |what: &str| Err(JournalError::InvalidConfig(what.to_owned()));
         if s.retention.is_zero() {
             return invalid("retention must be above zero");
         }
-        if s.lease_without_deadline.is_zero() {
-            return invalid("lease must be above zero");
+        if s.resume_lease.is_zero() {
+            return invalid("resume lease must be above zero");
         }
         if s.max_runs < 1 {
             return invalid("max runs must be at least 1");
         }
-        if s.owner.is_empty() {
-            return invalid("owner must not be empty");
+        if s.worker.name().is_empty() || s.worker.incarnation().is_empty() {
+            return invalid("worker name and incarnation must not be empty");
         }
         Ok(Journal {
             inner: Arc::new(self.settings),

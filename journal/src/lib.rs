@@ -15,8 +15,18 @@
 //! use reqwest_resilience_journal::{DurableExt, Journal, SqliteStore};
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let journal = Journal::new(SqliteStore::open("intents.sqlite")?);
+//! // A stable worker name: a restart takes this worker's leases back at once.
+//! let journal = Journal::builder(SqliteStore::open("intents.sqlite")?)
+//!     .worker_name("payments-1")
+//!     .build()?;
 //! let client = ResilientClient::new();
+//!
+//! // At start-up: finish what the previous process left open, with the same key
+//! // and body, signing each request again; until nothing is due.
+//! let resumer = journal
+//!     .resumer(&client)
+//!     .resign(|request, _intent| request.bearer_auth("secret"));
+//! let report = resumer.drain().await?;
 //!
 //! // Written ahead before the first byte leaves; the result is recorded at the end.
 //! let response = client
@@ -27,12 +37,7 @@
 //!     .send()
 //!     .await;
 //!
-//! // At start-up and in the background: finish what a dead process left open,
-//! // with the same key and body, signing each request again.
-//! let resumer = journal
-//!     .resumer(&client)
-//!     .resign(|request, _intent| request.bearer_auth("secret"));
-//! let report = resumer.run_once().await?;
+//! // In the background: a pass whenever something is due, at most every 30 s.
 //! let background = resumer.spawn(Duration::from_secs(30));
 //! // … at shutdown:
 //! let totals = background.stop().await;
@@ -56,11 +61,14 @@
 //!  └──── due_at passed ─ unknown ─── abandon by hand ─────▶ abandoned
 //! ```
 //!
-//! * **`in_flight`** — owned by one worker under a *lease* (owner, `lease_until`,
-//!   a fencing counter). A durable send takes the first lease when it writes the
-//!   intent ahead; a resume takes one with each claim. A lease lasts the run's
-//!   deadline plus a margin, so nobody else claims an intent that may still be on
-//!   the wire; once it expires (the worker died or hangs) the intent is claimable.
+//! * **`in_flight`** — owned by one worker under a *lease* (owner and
+//!   incarnation, `lease_until`, a fencing counter). A durable send takes the
+//!   first lease when it writes the intent ahead; a resume takes one with each
+//!   claim. A lease lasts the run's deadline plus a margin (a resume claim: the
+//!   resume lease), so nobody else claims an intent that may still be on the
+//!   wire; once it expires (the worker died or hangs) the intent is claimable —
+//!   and at once by a new incarnation of the same worker name (see
+//!   [`Journal`]'s "Restarts").
 //! * **`unknown`** — the outcome is not known (a timeout after the request left, a
 //!   lost response, a 409 "still in progress"): due again at `due_at`.
 //! * **`succeeded`** (status, and the `Location` header as the result locator),
@@ -74,11 +82,17 @@
 //! overwrite a newer one.
 //!
 //! # Backends
-//! * [`SqliteStore`] (feature `sqlite`, default): one file, bundled SQLite, WAL,
-//!   one writer per process, claims in one `BEGIN IMMEDIATE` transaction.
+//! * [`SqliteStore`] (feature `sqlite`, default): one file (owner-only on
+//!   Unix), bundled SQLite, WAL, one writer per process, claims in one `BEGIN
+//!   IMMEDIATE` transaction, a busy timeout.
 //! * [`PostgresStore`] (feature `postgres`): a fleet of workers on one table,
 //!   claims with `FOR UPDATE SKIP LOCKED`, every timestamp from the database's
-//!   clock.
+//!   clock, connect and statement timeouts, reconnects when its connection ends.
+//! * Your own [`JournalStore`]: prove it with the `conformance` suite (feature
+//!   `test-util`), the one both built-in backends pass.
+//!
+//! Both apply the versioned migrations under `migrations/` when they open, in
+//! order, under a lock, recording the version.
 //!
 //! # What the journal holds — protect it like the data
 //! The journal stores request **bodies** and **idempotency keys** verbatim (they
@@ -92,33 +106,50 @@
 #![warn(missing_debug_implementations, rust_2018_idioms, unreachable_pub)]
 #![forbid(unsafe_code)]
 // Without a backend only your own `JournalStore` is usable; the row helpers idle.
-#![cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+#![cfg_attr(
+    not(any(feature = "sqlite", feature = "postgres")),
+    allow(dead_code, unused_macros, unused_imports)
+)]
 
+mod backlog;
 mod durable;
 mod error;
 mod headers;
 mod journal;
+mod listing;
+mod migrations;
 mod record;
 mod resume;
 mod row;
 mod state;
 mod store;
+mod worker;
+
+#[cfg(feature = "test-util")]
+pub mod conformance;
+#[cfg(all(feature = "test-util", feature = "postgres"))]
+pub mod throwaway_postgres;
 
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
+pub use backlog::Backlog;
 pub use durable::{journal_error, DurableExt, DurableOptions};
 pub use error::{BoxError, JournalError};
 pub use headers::ALWAYS_EXCLUDED;
 pub use journal::{Journal, JournalBuilder, DEFAULT_RETENTION};
+pub use listing::{ListCursor, ListPage};
 pub use record::{Claimed, IntentRecord, Lease, NewIntent, Outcome};
-pub use resume::{ResumeHandle, ResumeReport, Resumer};
+pub use resume::{ResumeHandle, ResumeReport, ResumeResult, Resumer};
 pub use state::{IntentState, UnknownState};
 pub use store::{JournalStore, StoreFuture};
+pub use worker::Worker;
 
 #[cfg(feature = "postgres")]
-pub use postgres::PostgresStore;
+pub use postgres::{
+    PostgresStore, PostgresStoreBuilder, DEFAULT_CONNECT_TIMEOUT, DEFAULT_STATEMENT_TIMEOUT,
+};
 #[cfg(feature = "sqlite")]
-pub use sqlite::SqliteStore;
+pub use sqlite::{SqliteStore, SqliteStoreBuilder, DEFAULT_BUSY_TIMEOUT};

@@ -68,8 +68,11 @@ pub struct IntentRecord {
     pub retention_end: SystemTime,
     /// The current state.
     pub state: IntentState,
-    /// The worker that holds (or last held) the lease.
+    /// The worker (its stable name) that holds or last held the lease.
     pub owner: Option<String>,
+    /// The incarnation (process) of that worker; `None` for rows written before
+    /// incarnations were recorded.
+    pub incarnation: Option<String>,
     /// When the current lease ends (`in_flight` only).
     pub lease_until: Option<SystemTime>,
     /// The fencing counter: raised by every claim and every manual abandon.

@@ -12,15 +12,22 @@
 //! `unknown` again with a later due time; 422 and other definite answers →
 //! `failed`; past the retention, or more runs than allowed → `abandoned` without
 //! sending.
+//!
+//! At start-up, [`Resumer::drain`] resumes until nothing is due; with a stable
+//! worker name ([`JournalBuilder::worker_name`](crate::JournalBuilder::worker_name))
+//! that includes every lease the previous process of this worker left behind.
+//! Each pass's report says what stays open (leased until when, waiting until
+//! when) — see [`Backlog`].
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use http::StatusCode;
 use reqwest_resilience::{RequestBuilder, ResilientClient};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use crate::backlog::Backlog;
 use crate::durable::{final_response, unknown};
 use crate::error::JournalError;
 use crate::journal::Journal;
@@ -30,7 +37,27 @@ use crate::record::{Claimed, IntentRecord, Outcome};
 /// treated as over.
 const MIN_RUN: Duration = Duration::from_millis(10);
 
+/// The most passes [`Resumer::drain`] runs.
+const MAX_DRAIN_PASSES: usize = 1_000;
+
+/// The shortest pause of the background loop (a lease ending in a moment).
+const MIN_PAUSE: Duration = Duration::from_millis(10);
+
 type ResignHook = dyn Fn(RequestBuilder, &IntentRecord) -> RequestBuilder + Send + Sync;
+type ResultHook = dyn Fn(&ResumeResult<'_>) + Send + Sync;
+
+/// One resumed intent, as [`Resumer::on_result`] sees it.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct ResumeResult<'a> {
+    /// The row as claimed (before the result was written).
+    pub record: &'a IntentRecord,
+    /// What the resend (or the decision not to send) came to.
+    pub outcome: &'a Outcome,
+    /// Why the outcome could not be written, if it could not
+    /// ([`JournalError::LeaseLost`]: another worker owns the intent now).
+    pub error: Option<&'a JournalError>,
+}
 
 /// Resumes a journal's unfinished intents through a client. Build it with
 /// [`Journal::resumer`]. Use a client set up like the one that sent the intents
@@ -41,6 +68,7 @@ pub struct Resumer {
     journal: Journal,
     client: ResilientClient,
     resign: Option<Arc<ResignHook>>,
+    on_result: Option<Arc<ResultHook>>,
     batch: usize,
 }
 
@@ -49,14 +77,18 @@ impl std::fmt::Debug for Resumer {
         f.debug_struct("Resumer")
             .field("journal", &self.journal)
             .field("batch", &self.batch)
+            .field("on_result", &self.on_result.is_some())
             .finish_non_exhaustive()
     }
 }
 
-/// What one resume pass did.
+/// What one resume pass (or several) did, and what stays open after it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ResumeReport {
+    /// What is open after the (last) pass: due, leased until when, waiting
+    /// until when. `None` when it could not be counted (logged).
+    pub backlog: Option<Backlog>,
     /// Intents claimed.
     pub claimed: usize,
     /// Resent and succeeded.
@@ -75,7 +107,20 @@ pub struct ResumeReport {
 }
 
 impl ResumeReport {
+    /// Intents claimable now after the pass (more than one batch, or due again
+    /// at once); 0 when the backlog could not be counted.
+    pub fn due(&self) -> u64 {
+        self.backlog.map_or(0, |b| b.due)
+    }
+
+    /// When the next intent becomes claimable (`None`: nothing is open, or the
+    /// backlog could not be counted).
+    pub fn next_due(&self) -> Option<SystemTime> {
+        self.backlog.and_then(|b| b.next_claimable())
+    }
+
     fn add(&mut self, other: &ResumeReport) {
+        self.backlog = other.backlog;
         self.claimed += other.claimed;
         self.succeeded += other.succeeded;
         self.failed += other.failed;
@@ -107,6 +152,7 @@ impl Journal {
             journal: self.clone(),
             client: client.clone(),
             resign: None,
+            on_result: None,
             batch: 32,
         }
     }
@@ -135,23 +181,30 @@ impl Resumer {
         self
     }
 
+    /// Called once per resumed intent with its outcome, after the outcome was
+    /// written (or failed to be). Runs on the resuming task: keep it short.
+    pub fn on_result(mut self, hook: impl Fn(&ResumeResult<'_>) + Send + Sync + 'static) -> Self {
+        self.on_result = Some(Arc::new(hook));
+        self
+    }
+
     /// How many intents one pass claims and resends concurrently (at least 1).
     pub fn batch(mut self, batch: usize) -> Self {
         self.batch = batch.max(1);
         self
     }
 
-    /// Claims one batch, resends it concurrently, records each result.
+    /// Claims one batch, resends it concurrently, records each result, then
+    /// counts what stays open.
     ///
     /// # Errors
     /// [`JournalError::Storage`] when the claim fails; failures to record single
     /// results are counted in the report instead.
     pub async fn run_once(&self) -> Result<ResumeReport, JournalError> {
         let settings = self.journal.settings();
-        let lease = settings.lease_without_deadline;
         let claimed = settings
             .store
-            .claim(self.journal.owner(), lease, self.batch)
+            .claim(self.journal.worker(), settings.resume_lease, self.batch)
             .await?;
         let mut report = ResumeReport {
             claimed: claimed.len(),
@@ -168,7 +221,34 @@ impl Resumer {
                 Err(_) => report.errors += 1, // a panicking hook; the lease will expire
             }
         }
+        report.backlog = match self.journal.backlog().await {
+            Ok(backlog) => Some(backlog),
+            Err(error) => {
+                tracing::warn!(%error, "journal: backlog not counted after a resume pass");
+                None
+            }
+        };
         Ok(report)
+    }
+
+    /// Resumes until nothing is due: passes back to back while intents are
+    /// claimable (at most 1,000 passes). Run it at start-up, before
+    /// [`spawn`](Self::spawn). Returns the totals, with the backlog after the last
+    /// pass: what is still leased to others and what waits for a later due time.
+    ///
+    /// # Errors
+    /// [`JournalError::Storage`] when a claim fails (the totals so far are lost;
+    /// what was resent is recorded in the journal).
+    pub async fn drain(&self) -> Result<ResumeReport, JournalError> {
+        let mut total = ResumeReport::default();
+        for _ in 0..MAX_DRAIN_PASSES {
+            let pass = self.run_once().await?;
+            total.add(&pass);
+            if pass.claimed == 0 || pass.due() == 0 {
+                break;
+            }
+        }
+        Ok(total)
     }
 
     async fn resume_one(&self, claim: Claimed) -> (Outcome, Result<(), JournalError>) {
@@ -179,6 +259,13 @@ impl Resumer {
         let written = self.journal.store().record(&claim.lease, &outcome).await;
         if let Err(error) = &written {
             tracing::warn!(%error, state = %outcome.state(), "journal: resume result not recorded");
+        }
+        if let Some(hook) = &self.on_result {
+            hook(&ResumeResult {
+                record: &claim.record,
+                outcome: &outcome,
+                error: written.as_ref().err(),
+            });
         }
         (outcome, written)
     }
@@ -203,9 +290,7 @@ impl Resumer {
         }
         // End the run before the lease does (keeping its margin, at most half of
         // it, free), so nobody claims the intent while it may be on the wire.
-        let kept_free = settings
-            .lease_margin
-            .min(settings.lease_without_deadline / 2);
+        let kept_free = settings.lease_margin.min(settings.resume_lease / 2);
         let lease_left = claim
             .lease
             .until
@@ -259,26 +344,27 @@ impl Resumer {
         }
     }
 
-    /// Runs passes in the background until stopped: back to back while there is
-    /// a backlog (a full batch), else every `interval`.
+    /// Runs passes in the background until stopped: back to back while
+    /// intents are due, else at the next due time or after `interval`,
+    /// whichever comes first.
     pub fn spawn(self, interval: Duration) -> ResumeHandle {
         let (stop, mut stopped) = watch::channel(false);
         let task = tokio::spawn(async move {
             let mut total = ResumeReport::default();
             while !*stopped.borrow() {
-                let full = match self.run_once().await {
+                let pause = match self.run_once().await {
                     Ok(report) => {
                         total.add(&report);
-                        report.claimed == self.batch
+                        pause_after(&report, interval)
                     }
                     Err(error) => {
                         tracing::warn!(%error, "journal: resume pass failed");
-                        false
+                        interval
                     }
                 };
-                if !full {
+                if !pause.is_zero() {
                     tokio::select! {
-                        _ = tokio::time::sleep(interval) => {}
+                        _ = tokio::time::sleep(pause) => {}
                         _ = stopped.changed() => {}
                     }
                 }
@@ -286,6 +372,25 @@ impl Resumer {
             total
         });
         ResumeHandle { stop, task }
+    }
+}
+
+/// How long the background loop waits after a pass: not at all while intents
+/// are due, else until the next one is (by the store's clock), at most
+/// `interval`, at least [`MIN_PAUSE`].
+fn pause_after(report: &ResumeReport, interval: Duration) -> Duration {
+    let Some(backlog) = report.backlog else {
+        return interval;
+    };
+    if backlog.due > 0 {
+        return Duration::ZERO;
+    }
+    match backlog.next_claimable() {
+        Some(next) => next
+            .duration_since(backlog.now)
+            .unwrap_or_default()
+            .clamp(MIN_PAUSE, interval.max(MIN_PAUSE)),
+        None => interval,
     }
 }
 
@@ -301,5 +406,40 @@ impl ResumeHandle {
     pub async fn stop(self) -> ResumeReport {
         let _ = self.stop.send(true);
         self.task.await.unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(due: u64, next_in: Option<Duration>) -> ResumeReport {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        ResumeReport {
+            backlog: Some(Backlog {
+                due,
+                leased: 0,
+                leased_until: None,
+                waiting: u64::from(next_in.is_some()),
+                next_due: next_in.map(|d| now + d),
+                now,
+            }),
+            ..ResumeReport::default()
+        }
+    }
+
+    #[test]
+    fn the_loop_waits_until_the_next_due_time_at_most_the_interval() {
+        let interval = Duration::from_secs(30);
+        let s = Duration::from_secs;
+        assert_eq!(pause_after(&report(3, None), interval), Duration::ZERO);
+        assert_eq!(pause_after(&report(0, Some(s(2))), interval), s(2));
+        assert_eq!(pause_after(&report(0, Some(s(90))), interval), interval);
+        assert_eq!(
+            pause_after(&report(0, Some(Duration::ZERO)), interval),
+            MIN_PAUSE
+        );
+        assert_eq!(pause_after(&report(0, None), interval), interval);
+        assert_eq!(pause_after(&ResumeReport::default(), interval), interval);
     }
 }

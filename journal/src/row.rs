@@ -1,42 +1,11 @@
-//! The stored row, as both backends read it, and its conversion to a record.
+//! The stored row, as both backends read it (by column name), and its
+//! conversion to a record.
 
 use std::time::Duration;
 
 use crate::error::JournalError;
 use crate::headers;
 use crate::record::{from_millis, IntentRecord};
-
-/// The columns in the order every query selects them.
-pub(crate) const COLUMNS: [&str; 19] = [
-    "key",
-    "key_on_wire",
-    "method",
-    "url",
-    "headers",
-    "body",
-    "deadline_ms",
-    "retention_end_ms",
-    "state",
-    "owner",
-    "lease_until_ms",
-    "fence",
-    "runs",
-    "due_at_ms",
-    "status",
-    "locator",
-    "detail",
-    "created_ms",
-    "updated_ms",
-];
-
-/// `t.key, t.key_on_wire, …` for a SELECT or RETURNING list.
-pub(crate) fn column_list(table_alias: &str) -> String {
-    COLUMNS
-        .iter()
-        .map(|column| format!("{table_alias}{column}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
 
 /// One row with the database's primitive types.
 #[derive(Debug)]
@@ -51,6 +20,7 @@ pub(crate) struct RawRow {
     pub(crate) retention_end_ms: i64,
     pub(crate) state: String,
     pub(crate) owner: Option<String>,
+    pub(crate) incarnation: Option<String>,
     pub(crate) lease_until_ms: Option<i64>,
     pub(crate) fence: i64,
     pub(crate) runs: i64,
@@ -61,6 +31,36 @@ pub(crate) struct RawRow {
     pub(crate) created_ms: i64,
     pub(crate) updated_ms: i64,
 }
+
+/// Reads `RawRow` from a driver's row by column name: `read_row!(row, get)`
+/// calls `row.get("key")?` and so on for every column.
+macro_rules! read_row {
+    ($row:expr, $get:ident) => {
+        $crate::row::RawRow {
+            key: $row.$get("key")?,
+            key_on_wire: $row.$get("key_on_wire")?,
+            method: $row.$get("method")?,
+            url: $row.$get("url")?,
+            headers: $row.$get("headers")?,
+            body: $row.$get("body")?,
+            deadline_ms: $row.$get("deadline_ms")?,
+            retention_end_ms: $row.$get("retention_end_ms")?,
+            state: $row.$get("state")?,
+            owner: $row.$get("owner")?,
+            incarnation: $row.$get("incarnation")?,
+            lease_until_ms: $row.$get("lease_until_ms")?,
+            fence: $row.$get("fence")?,
+            runs: $row.$get("runs")?,
+            due_at_ms: $row.$get("due_at_ms")?,
+            status: $row.$get::<_, Option<i32>>("status")?.map(i64::from),
+            locator: $row.$get("locator")?,
+            detail: $row.$get("detail")?,
+            created_ms: $row.$get("created_ms")?,
+            updated_ms: $row.$get("updated_ms")?,
+        }
+    };
+}
+pub(crate) use read_row;
 
 impl RawRow {
     pub(crate) fn into_record(self) -> Result<IntentRecord, JournalError> {
@@ -92,6 +92,7 @@ impl RawRow {
             url: self.url,
             body: self.body,
             owner: self.owner,
+            incarnation: self.incarnation,
             fence: self.fence,
             runs: self.runs,
             locator: self.locator,
@@ -103,4 +104,9 @@ impl RawRow {
 /// `usize` limits as SQL integers (a limit past `i64::MAX` means "all").
 pub(crate) fn sql_limit(limit: usize) -> i64 {
     i64::try_from(limit).unwrap_or(i64::MAX)
+}
+
+/// Counts as `u64` (a negative count from a driver means none).
+pub(crate) fn count(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
 }

@@ -4,9 +4,12 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
+use crate::backlog::Backlog;
 use crate::error::JournalError;
+use crate::listing::ListCursor;
 use crate::record::{Claimed, IntentRecord, Lease, NewIntent, Outcome};
 use crate::state::IntentState;
+use crate::worker::Worker;
 
 /// A boxed future returned by [`JournalStore`] methods (keeps the trait usable as
 /// `dyn JournalStore` without a macro crate).
@@ -17,10 +20,12 @@ pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, JournalError
 /// (PostgreSQL: the database's, so a fleet agrees on lease ends).
 ///
 /// Implemented by [`SqliteStore`](crate::SqliteStore) and
-/// [`PostgresStore`](crate::PostgresStore); the conformance tests run against both.
+/// [`PostgresStore`](crate::PostgresStore). The conformance suite both pass is
+/// public behind the `test-util` feature (`conformance::run_all`): run it against
+/// your own implementation.
 pub trait JournalStore: Send + Sync + 'static {
-    /// Writes an intent ahead as `in_flight`, leased to `owner` for `lease`, with
-    /// fence 1 and runs 1.
+    /// Writes an intent ahead as `in_flight`, leased to `worker` (its name as
+    /// the owner, and its incarnation) for `lease`, with fence 1 and runs 1.
     ///
     /// # Errors
     /// [`JournalError::DuplicateKey`] when the key is already journaled;
@@ -28,20 +33,21 @@ pub trait JournalStore: Send + Sync + 'static {
     fn write_ahead<'a>(
         &'a self,
         intent: &'a NewIntent,
-        owner: &'a str,
+        worker: &'a Worker,
         lease: Duration,
     ) -> StoreFuture<'a, Lease>;
 
     /// Claims up to `limit` intents that are due — `unknown` with `due_at` passed,
-    /// or `in_flight` with an expired lease — for `owner`: each becomes `in_flight`
-    /// with a new lease, its fence and runs raised by one. Two concurrent claims
-    /// never return the same intent.
+    /// `in_flight` with an expired lease, or `in_flight` leased to `worker`'s name
+    /// under another incarnation (a dead predecessor's, taken back at once) — for
+    /// `worker`: each becomes `in_flight` with a new lease, its fence and runs
+    /// raised by one. Two concurrent claims never return the same intent.
     ///
     /// # Errors
     /// [`JournalError::Storage`].
     fn claim<'a>(
         &'a self,
-        owner: &'a str,
+        worker: &'a Worker,
         lease: Duration,
         limit: usize,
     ) -> StoreFuture<'a, Vec<Claimed>>;
@@ -56,8 +62,19 @@ pub trait JournalStore: Send + Sync + 'static {
     /// Looks an intent up by key.
     fn get<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<IntentRecord>>;
 
-    /// Lists up to `limit` intents in `state`, oldest first.
-    fn list<'a>(&'a self, state: IntentState, limit: usize) -> StoreFuture<'a, Vec<IntentRecord>>;
+    /// Lists up to `limit` intents in `state`, oldest first (by creation time,
+    /// then key), after `after` when given.
+    fn list<'a>(
+        &'a self,
+        state: IntentState,
+        after: Option<&'a ListCursor>,
+        limit: usize,
+    ) -> StoreFuture<'a, Vec<IntentRecord>>;
+
+    /// Counts the open intents as `worker` sees them: due (claimable by it now),
+    /// leased to others, waiting; and when the next lease ends and the next
+    /// waiting intent is due.
+    fn backlog<'a>(&'a self, worker: &'a Worker) -> StoreFuture<'a, Backlog>;
 
     /// Abandons an open (`in_flight` or `unknown`) intent by hand, raising its
     /// fence so a worker still sending it cannot record a result. Returns false

@@ -15,6 +15,7 @@ async fn child_entry() {
     };
     match role.as_str() {
         "crash" => crash_child().await,
+        "restart" => crate::restart::restart_child().await,
         #[cfg(feature = "postgres")]
         "fleet" => crate::fleet::worker_process().await,
         other => panic!("unknown child role {other}"),

@@ -264,14 +264,14 @@ impl JournalStore for BrokenStore {
     fn write_ahead<'a>(
         &'a self,
         _: &'a reqwest_resilience_journal::NewIntent,
-        _: &'a str,
+        _: &'a reqwest_resilience_journal::Worker,
         _: Duration,
     ) -> reqwest_resilience_journal::StoreFuture<'a, reqwest_resilience_journal::Lease> {
         Box::pin(async { Err(JournalError::Storage("connection refused".into())) })
     }
     fn claim<'a>(
         &'a self,
-        _: &'a str,
+        _: &'a reqwest_resilience_journal::Worker,
         _: Duration,
         _: usize,
     ) -> reqwest_resilience_journal::StoreFuture<'a, Vec<reqwest_resilience_journal::Claimed>> {
@@ -294,10 +294,17 @@ impl JournalStore for BrokenStore {
     fn list<'a>(
         &'a self,
         _: IntentState,
+        _: Option<&'a reqwest_resilience_journal::ListCursor>,
         _: usize,
     ) -> reqwest_resilience_journal::StoreFuture<'a, Vec<reqwest_resilience_journal::IntentRecord>>
     {
         Box::pin(async { Ok(Vec::new()) })
+    }
+    fn backlog<'a>(
+        &'a self,
+        _: &'a reqwest_resilience_journal::Worker,
+    ) -> reqwest_resilience_journal::StoreFuture<'a, reqwest_resilience_journal::Backlog> {
+        Box::pin(async { Err(JournalError::Storage("connection refused".into())) })
     }
     fn abandon<'a>(
         &'a self,

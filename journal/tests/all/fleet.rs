@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use reqwest_resilience::{ResilientClient, RetryPolicy};
 
-use reqwest_resilience_journal::{IntentState, NewIntent, Outcome, ResumeReport};
+use reqwest_resilience_journal::{IntentState, NewIntent, Outcome, ResumeReport, Worker};
 use tokio::io::AsyncReadExt;
 
 use crate::support::backend::Backend;
@@ -33,7 +33,7 @@ async fn fleet_of_four_processes_resumes_1000_intents_once_each() {
             intent.deadline = Some(Duration::from_secs(10));
             let lease = store
                 .store()
-                .write_ahead(&intent, "crashed", Duration::ZERO)
+                .write_ahead(&intent, &Worker::unique(), Duration::ZERO)
                 .await
                 .unwrap();
             let lost = Outcome::Unknown {
@@ -110,7 +110,7 @@ async fn fleet_of_four_processes_resumes_1000_intents_once_each() {
 pub async fn worker_process() {
     let worker = std::env::var(WORKER_ENV).unwrap();
     let journal = Backend::from_env()
-        .journal(|b| b.owner(format!("fleet-{worker}")))
+        .journal(|b| b.worker_name(format!("fleet-{worker}")))
         .await;
     let client = ResilientClient::with_policy(
         RetryPolicy::builder()

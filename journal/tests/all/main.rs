@@ -4,8 +4,12 @@ mod children;
 mod conformance;
 mod crash;
 mod durable;
+mod files;
 #[cfg(feature = "postgres")]
 mod fleet;
+mod migrations;
 mod refused;
+mod restart;
 mod resume;
 mod support;
+mod timeouts;

@@ -4,7 +4,7 @@
 use std::time::{Duration, SystemTime};
 
 use reqwest_resilience::{RecordingSleeper, ResilientClient, RetryBudget, RetryPolicy};
-use reqwest_resilience_journal::{IntentState, Journal, NewIntent, Outcome};
+use reqwest_resilience_journal::{IntentState, Journal, NewIntent, Outcome, Worker};
 
 use crate::support::backend::{client, Backend};
 use crate::support::server::{Act, Server};
@@ -16,6 +16,7 @@ crate::e2e_on_both_backends!(
     conflict_409_stays_unknown_with_a_later_due_time,
     mismatch_422_is_failed,
     terminal_rows_are_never_resumed,
+    drain_resumes_until_nothing_is_due_and_reports_each_intent,
 );
 
 /// Journals an intent for `url` as if its first run had ended with an unknown
@@ -26,7 +27,10 @@ async fn unknown_intent(journal: &Journal, url: &str, key: &str, retention: Dura
     intent.deadline = Some(Duration::from_secs(5));
     intent.retention = retention;
     let store = journal.store();
-    let lease = store.write_ahead(&intent, "crashed", HOUR).await.unwrap();
+    let lease = store
+        .write_ahead(&intent, &Worker::unique(), HOUR)
+        .await
+        .unwrap();
     let lost = Outcome::Unknown {
         status: None,
         retry_in: Duration::ZERO,
@@ -70,6 +74,11 @@ async fn conflict_409_stays_unknown_with_a_later_due_time(backend: Backend) {
     assert_eq!(row.state, IntentState::Unknown);
     assert_eq!(row.status, Some(409));
     assert!(row.due_at.unwrap() >= before + Duration::from_secs(59));
+    // The report says it waits, and until when.
+    let backlog = report.backlog.expect("counted");
+    assert_eq!((backlog.due, backlog.leased, backlog.waiting), (0, 0, 1));
+    assert_eq!(report.next_due(), row.due_at);
+    assert_eq!(journal.next_due().await.unwrap(), row.due_at);
     let again = journal.resume(&client(2), 10).await.unwrap();
     assert_eq!(again.claimed, 0, "not due before its later time");
 }
@@ -107,7 +116,7 @@ async fn terminal_rows_are_never_resumed(backend: Backend) {
         let intent = NewIntent::new(format!("done-{i}"), http::Method::POST, server.url.as_str());
         // An expired lease: only the terminal state keeps the row from a resume.
         let lease = store
-            .write_ahead(&intent, "w", Duration::ZERO)
+            .write_ahead(&intent, &Worker::unique(), Duration::ZERO)
             .await
             .unwrap();
         store.record(&lease, outcome).await.unwrap();
@@ -115,6 +124,56 @@ async fn terminal_rows_are_never_resumed(backend: Backend) {
     let report = journal.resume(&client(3), 10).await.unwrap();
     assert_eq!(report.claimed, 0);
     assert!(server.seen().is_empty());
+}
+
+async fn drain_resumes_until_nothing_is_due_and_reports_each_intent(backend: Backend) {
+    let journal = backend.journal(|b| b).await;
+    let server = Server::start().await;
+    for i in 0..70 {
+        unknown_intent(&journal, &server.url, &format!("drain-{i:02}"), HOUR).await;
+    }
+    let results = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = results.clone();
+    let report = journal
+        .resumer(&client(3))
+        .batch(32)
+        .on_result(move |result| {
+            seen.lock().unwrap().push((
+                result.record.key.clone(),
+                result.outcome.state(),
+                result.error.is_some(),
+            ));
+        })
+        .drain()
+        .await
+        .unwrap();
+    assert_eq!((report.claimed, report.succeeded), (70, 70), "{report:?}");
+    assert_eq!(report.due(), 0, "nothing due after the drain");
+    assert_eq!(report.next_due(), None, "nothing open");
+    let mut results = results.lock().unwrap().clone();
+    results.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(results.len(), 70, "one callback per intent");
+    assert!(results
+        .iter()
+        .all(|(_, state, failed)| *state == IntentState::Succeeded && !failed));
+    assert_eq!(results[0].0, "drain-00");
+    assert_eq!(server.effects(), 70);
+
+    // The journal lists them page by page: 32, 32, 6, then no next cursor.
+    let mut sizes = Vec::new();
+    let mut cursor = None;
+    for _ in 0..5 {
+        let page = journal
+            .list_page(IntentState::Succeeded, cursor.as_ref(), 32)
+            .await
+            .unwrap();
+        sizes.push(page.records.len());
+        cursor = page.next;
+        if cursor.is_none() {
+            break;
+        }
+    }
+    assert_eq!(sizes, [32, 32, 6]);
 }
 
 #[tokio::test]

@@ -27,6 +27,7 @@
 //! a final `SUMMARY …` line.
 
 mod load;
+mod p10_durable;
 mod p1_overhead;
 mod p2_throughput;
 mod p3_amplification;
@@ -168,6 +169,9 @@ fn main() {
         }
         if wanted("p7") {
             p7_memory::run(&server, &plan, &mut report).await;
+        }
+        if wanted("p10") {
+            p10_durable::run(&server, &plan, &mut report).await;
         }
     });
     drop(runtime);

@@ -15,6 +15,9 @@ pub struct Plan {
     pub p4_intents: usize,
     pub p6_runs: u32,
     pub p7_intents: usize,
+    pub p10_rounds: usize,
+    pub p10_round: Duration,
+    pub p10_latency_pairs: usize,
 }
 
 impl Plan {
@@ -31,6 +34,9 @@ impl Plan {
                 p4_intents: 3,
                 p6_runs: 20,
                 p7_intents: 100_000,
+                p10_rounds: 3,
+                p10_round: Duration::from_secs(2),
+                p10_latency_pairs: 200,
             }
         } else {
             Plan {
@@ -44,6 +50,9 @@ impl Plan {
                 p4_intents: 10,
                 p6_runs: 100,
                 p7_intents: 1_000_000,
+                p10_rounds: 7,
+                p10_round: Duration::from_secs(4),
+                p10_latency_pairs: 1_000,
             }
         }
     }

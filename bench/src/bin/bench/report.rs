@@ -19,6 +19,9 @@ pub struct Summary {
     pub p7_kib: Option<i64>,
     /// Allocations per intent, reqwest-resilience minus bare reqwest.
     pub p8_allocs: Option<f64>,
+    /// Durable intents/s ÷ the database's raw rows/s (P10).
+    pub p10_sqlite: Option<f64>,
+    pub p10_postgres: Option<f64>,
 }
 
 /// One row of the final targets table.
@@ -87,7 +90,7 @@ pub fn summary_line(s: &Summary) -> String {
     }
     format!(
         "SUMMARY p1={} p2={} p3={} p4_early={} p5_ms={} p6_full={} p6_decorrelated={} \
-         p7_kib={} p8_allocs={}",
+         p7_kib={} p8_allocs={} p10_sqlite={} p10_postgres={}",
         or_na(s.p1, |v| format!("{v:.3}")),
         or_na(s.p2, |v| format!("{v:.3}")),
         or_na(s.p3, |v| format!("{v:.3}")),
@@ -97,5 +100,7 @@ pub fn summary_line(s: &Summary) -> String {
         or_na(s.p6_decorrelated, |v| format!("{v:.0}")),
         or_na(s.p7_kib, |v| v.to_string()),
         or_na(s.p8_allocs, |v| format!("{v:.1}")),
+        or_na(s.p10_sqlite, |v| format!("{v:.3}")),
+        or_na(s.p10_postgres, |v| format!("{v:.3}")),
     )
 }

@@ -5,9 +5,7 @@ pub mod backend;
 pub mod pg;
 pub mod server;
 
-use std::time::Duration;
-
-use reqwest_resilience_journal::{NewIntent, SqliteStore};
+use reqwest_resilience_journal::SqliteStore;
 
 /// A fresh SQLite journal file. Each test process keeps its files in one
 /// directory; directories of processes that are gone are removed on first use.
@@ -49,14 +47,6 @@ pub async fn postgres_store(test: &str) -> Option<reqwest_resilience_journal::Po
             .await
             .expect("connect the PostgreSQL journal"),
     )
-}
-
-/// A POST intent with a JSON body and a deadline.
-pub fn payment(key: &str) -> NewIntent {
-    let mut intent = NewIntent::new(key, http::Method::POST, "http://127.0.0.1:9/payments");
-    intent.body = format!(r#"{{"amount":500,"key":"{key}"}}"#).into_bytes();
-    intent.deadline = Some(Duration::from_secs(5));
-    intent
 }
 
 /// Runs each named async test function against both backends: `sqlite::NAME` and

@@ -1,0 +1,422 @@
+//! P10 — durable throughput: intents per second sent with `.durable(&journal)`
+//! from 32 concurrent tasks against the loopback server, on SQLite and on
+//! PostgreSQL, divided by the same database's raw rate on the same terms: the
+//! same connection setup as the store (one SQLite connection behind a mutex, a
+//! statement per blocking task; one PostgreSQL client, pipelined), two autocommit
+//! transactions per row (INSERT, then UPDATE), the store's table and durability
+//! settings (SQLite WAL + `synchronous = FULL`; PostgreSQL's defaults, fsync on),
+//! the same disk, the same concurrency. Plus the write-ahead's added latency per
+//! intent: sequential durable sends against plain ones, interleaved.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use reqwest_resilience::{ResilientClient, RetryPolicy};
+use reqwest_resilience_bench::markdown::table;
+use reqwest_resilience_bench::peers::bare_reqwest_builder;
+use reqwest_resilience_bench::server::Server;
+use reqwest_resilience_journal::throwaway_postgres::{Durability, ThrowawayPostgres};
+use reqwest_resilience_journal::{DurableExt, Journal, PostgresStore, SqliteStore};
+
+use crate::plan::Plan;
+use crate::report::Report;
+use crate::stats::{median, quantile};
+
+const P10_TASKS: usize = 32;
+const BODY: &[u8] = br#"{"amount":500,"currency":"EUR","order":"p10","customer":"c-1842"}"#;
+const HEADERS: &[u8] = b"content-type: application/json\r\n";
+
+/// One backend's figures.
+struct Figures {
+    raw: Vec<f64>,
+    durable: Vec<f64>,
+    ratios: Vec<f64>,
+    added_p50_us: f64,
+    added_p99_us: f64,
+}
+
+/// Runs P10 and adds its section (and its targets) to `report`.
+pub async fn run(server: &Server, plan: &Plan, report: &mut Report) {
+    let url: Arc<str> = server.url("/ok").into();
+    let client = ResilientClient::from_builder(bare_reqwest_builder(), RetryPolicy::default())
+        .expect("client");
+    let dir = std::env::temp_dir().join(format!("p10-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("P10 directory");
+
+    let sqlite = {
+        let store = SqliteStore::open(dir.join("store.sqlite")).expect("SQLite journal");
+        let raw = RawSqlite::open(&dir.join("raw.sqlite"));
+        let journal = Journal::builder(store)
+            .worker_name("p10")
+            .build()
+            .expect("journal");
+        measure(&client, &url, &journal, &raw, plan).await
+    };
+    let postgres = match ThrowawayPostgres::start(Durability::Defaults) {
+        Ok(Some(cluster)) => {
+            let store = PostgresStore::connect(cluster.conninfo())
+                .await
+                .expect("PostgreSQL journal");
+            let raw = RawPostgres::connect(cluster.conninfo()).await;
+            let journal = Journal::builder(store)
+                .worker_name("p10")
+                .build()
+                .expect("journal");
+            Some(measure(&client, &url, &journal, &raw, plan).await)
+        }
+        Ok(None) => None,
+        Err(error) => panic!("P10: starting a throwaway PostgreSQL failed: {error}"),
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let mut rows = vec![row("SQLite (bundled, WAL, synchronous=FULL)", &sqlite)];
+    if let Some(figures) = &postgres {
+        rows.push(row("PostgreSQL (throwaway cluster, fsync on)", figures));
+    }
+    let mut text = format!(
+        "\n## P10 — durable throughput: {P10_TASKS} concurrent tasks, POST 200 OK\n\n\
+         {} rounds of {:.0?} per database and mode, interleaved (raw then durable, durable \
+         then raw, …). \
+         *Raw*: rows/s, each row an INSERT then an UPDATE (two autocommit transactions) \
+         into the journal's own table, through the store's connection setup (SQLite: one \
+         connection behind a mutex, one blocking task per statement; PostgreSQL: one \
+         client, prepared statements, pipelined), no HTTP. *Durable*: intents/s sent \
+         with `.durable(&journal)` (write-ahead, the POST, the result) through \
+         reqwest-resilience's defaults. Ratio = median over rounds of (durable ÷ raw in \
+         the same round). Added latency: {} sequential durable sends interleaved with \
+         as many plain ones; the difference of their quantiles.\n\n",
+        plan.p10_rounds, plan.p10_round, plan.p10_latency_pairs
+    );
+    text.push_str(&table(
+        &[
+            " database",
+            "raw rows/s",
+            "durable intents/s",
+            "ratio",
+            "ratio p25–p75",
+            "added latency p50 µs",
+            "added latency p99 µs",
+        ],
+        &rows,
+    ));
+    if postgres.is_none() {
+        text.push_str(
+            "\nPostgreSQL: **skipped** — no PostgreSQL binaries (initdb, pg_ctl) on this \
+             machine; `journal/scripts/ensure-postgres.sh` installs them.\n",
+        );
+        println!("P10 PostgreSQL skipped: no PostgreSQL binaries found");
+    }
+    report.section(&text);
+
+    let sqlite_ratio = median(&sqlite.ratios);
+    report.summary.p10_sqlite = Some(sqlite_ratio);
+    report.target(
+        "P10 SQLite",
+        "≥ 0.5× raw (intents/s)".into(),
+        format!("{sqlite_ratio:.3}×"),
+        sqlite_ratio >= 0.5,
+    );
+    if let Some(figures) = &postgres {
+        let ratio = median(&figures.ratios);
+        report.summary.p10_postgres = Some(ratio);
+        report.target(
+            "P10 PostgreSQL",
+            "≥ 0.5× raw (intents/s)".into(),
+            format!("{ratio:.3}×"),
+            ratio >= 0.5,
+        );
+    }
+}
+
+fn row(name: &str, f: &Figures) -> Vec<String> {
+    vec![
+        name.to_owned(),
+        format!("{:.0}", median(&f.raw)),
+        format!("{:.0}", median(&f.durable)),
+        format!("{:.3}×", median(&f.ratios)),
+        format!(
+            "{:.3}–{:.3}",
+            quantile(&f.ratios, 0.25),
+            quantile(&f.ratios, 0.75)
+        ),
+        format!("{:.0}", f.added_p50_us),
+        format!("{:.0}", f.added_p99_us),
+    ]
+}
+
+async fn measure(
+    client: &ResilientClient,
+    url: &Arc<str>,
+    journal: &Journal,
+    raw: &impl RawRows,
+    plan: &Plan,
+) -> Figures {
+    // Warm-up: connections, statements, the file's first pages.
+    raw_rate(raw, plan.p10_round / 4).await;
+    durable_rate(client, url, journal, plan.p10_round / 4).await;
+    let mut figures = Figures {
+        raw: Vec::new(),
+        durable: Vec::new(),
+        ratios: Vec::new(),
+        added_p50_us: f64::NAN,
+        added_p99_us: f64::NAN,
+    };
+    for round in 0..plan.p10_rounds {
+        // Alternate which goes first, so a slow phase of the disk does not
+        // always fall on the same side.
+        let (raw_rate, durable_rate) = if round % 2 == 0 {
+            let raw_rate = raw_rate(raw, plan.p10_round).await;
+            (
+                raw_rate,
+                durable_rate(client, url, journal, plan.p10_round).await,
+            )
+        } else {
+            let durable_rate = durable_rate(client, url, journal, plan.p10_round).await;
+            (raw_rate(raw, plan.p10_round).await, durable_rate)
+        };
+        figures.raw.push(raw_rate);
+        figures.durable.push(durable_rate);
+        figures.ratios.push(durable_rate / raw_rate);
+    }
+    let (plain, durable) = latencies(client, url, journal, plan.p10_latency_pairs).await;
+    figures.added_p50_us = (quantile(&durable, 0.5) - quantile(&plain, 0.5)) * 1e6;
+    figures.added_p99_us = (quantile(&durable, 0.99) - quantile(&plain, 0.99)) * 1e6;
+    figures
+}
+
+/// Durable intents per second from [`P10_TASKS`] tasks for `length`.
+async fn durable_rate(
+    client: &ResilientClient,
+    url: &Arc<str>,
+    journal: &Journal,
+    length: Duration,
+) -> f64 {
+    let done = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let stop_at = started + length;
+    let mut tasks = Vec::with_capacity(P10_TASKS);
+    for _ in 0..P10_TASKS {
+        let (client, url, journal, done) =
+            (client.clone(), url.clone(), journal.clone(), done.clone());
+        tasks.push(tokio::spawn(async move {
+            while Instant::now() < stop_at {
+                let response = client
+                    .post(&*url)
+                    .body(BODY)
+                    .durable(&journal)
+                    .send()
+                    .await
+                    .expect("durable send");
+                assert!(response.status().is_success(), "{}", response.status());
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.expect("durable task");
+    }
+    done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+}
+
+/// Raw rows per second (INSERT then UPDATE each) from [`P10_TASKS`] tasks.
+async fn raw_rate(raw: &impl RawRows, length: Duration) -> f64 {
+    let done = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let stop_at = started + length;
+    let mut tasks = Vec::with_capacity(P10_TASKS);
+    for _ in 0..P10_TASKS {
+        let (raw, done) = (raw.clone(), done.clone());
+        tasks.push(tokio::spawn(async move {
+            while Instant::now() < stop_at {
+                let key = uuid::Uuid::new_v4().to_string();
+                raw.insert(key.clone()).await;
+                raw.update(key).await;
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.expect("raw task");
+    }
+    done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+}
+
+/// Seconds per intent, plain and durable, sent one at a time, interleaved.
+async fn latencies(
+    client: &ResilientClient,
+    url: &Arc<str>,
+    journal: &Journal,
+    pairs: usize,
+) -> (Vec<f64>, Vec<f64>) {
+    let (mut plain, mut durable) = (Vec::with_capacity(pairs), Vec::with_capacity(pairs));
+    for _ in 0..pairs {
+        let started = Instant::now();
+        let response = client
+            .post(&**url)
+            .body(BODY)
+            .send()
+            .await
+            .expect("plain send");
+        assert!(response.status().is_success());
+        plain.push(started.elapsed().as_secs_f64());
+        let started = Instant::now();
+        let response = client
+            .post(&**url)
+            .body(BODY)
+            .durable(journal)
+            .send()
+            .await
+            .expect("durable send");
+        assert!(response.status().is_success());
+        durable.push(started.elapsed().as_secs_f64());
+    }
+    (plain, durable)
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// A database driven directly: the write-ahead's INSERT and the result's UPDATE.
+trait RawRows: Clone + Send + Sync + 'static {
+    fn insert(&self, key: String) -> impl std::future::Future<Output = ()> + Send;
+    fn update(&self, key: String) -> impl std::future::Future<Output = ()> + Send;
+}
+
+/// One SQLite connection behind a mutex, one blocking task per statement — as
+/// `SqliteStore` does — on a file the store's migrations created.
+#[derive(Clone)]
+struct RawSqlite {
+    conn: Arc<Mutex<rusqlite::Connection>>,
+}
+
+impl RawSqlite {
+    fn open(path: &std::path::Path) -> RawSqlite {
+        drop(SqliteStore::open(path).expect("the journal's schema"));
+        let conn = rusqlite::Connection::open(path).expect("raw SQLite");
+        conn.busy_timeout(Duration::from_secs(5))
+            .expect("busy timeout");
+        conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0))
+            .expect("WAL");
+        conn.pragma_update(None, "synchronous", "FULL")
+            .expect("FULL");
+        RawSqlite {
+            conn: Arc::new(Mutex::new(conn)),
+        }
+    }
+
+    async fn run(
+        &self,
+        work: impl FnOnce(&rusqlite::Connection, i64) -> rusqlite::Result<usize> + Send + 'static,
+    ) {
+        let conn = self.conn.clone();
+        tokio::task::spawn_blocking(move || {
+            let conn = conn.lock().expect("raw SQLite lock");
+            work(&conn, now_ms()).expect("raw SQLite statement");
+        })
+        .await
+        .expect("blocking task");
+    }
+}
+
+impl RawRows for RawSqlite {
+    async fn insert(&self, key: String) {
+        self.run(move |conn, now| {
+            conn.prepare_cached(
+                "INSERT INTO journal_intents (key, key_on_wire, method, url, headers, body,
+                     deadline_ms, retention_end_ms, state, owner, incarnation, lease_until_ms,
+                     fence, runs, created_ms, updated_ms)
+                 VALUES (?1, 1, 'POST', 'http://127.0.0.1/ok', ?2, ?3, 30000, ?4, 'in_flight',
+                     'raw', 'raw', ?5, 1, 1, ?6, ?6)",
+            )?
+            .execute(rusqlite::params![
+                key,
+                HEADERS,
+                BODY,
+                now + 23 * 3_600_000,
+                now + 60_000,
+                now
+            ])
+        })
+        .await;
+    }
+
+    async fn update(&self, key: String) {
+        self.run(move |conn, now| {
+            conn.prepare_cached(
+                "UPDATE journal_intents
+                 SET state = 'succeeded', status = 200, locator = NULL, detail = NULL,
+                     due_at_ms = NULL, lease_until_ms = NULL, updated_ms = ?1
+                 WHERE key = ?2 AND fence = 1 AND state = 'in_flight'",
+            )?
+            .execute(rusqlite::params![now, key])
+        })
+        .await;
+    }
+}
+
+/// One PostgreSQL client, prepared statements, pipelined — as `PostgresStore`
+/// does — on the table its migrations created.
+#[derive(Clone)]
+struct RawPostgres {
+    client: Arc<tokio_postgres::Client>,
+    insert: tokio_postgres::Statement,
+    update: tokio_postgres::Statement,
+}
+
+impl RawPostgres {
+    async fn connect(conninfo: &str) -> RawPostgres {
+        let (client, connection) = tokio_postgres::connect(conninfo, tokio_postgres::NoTls)
+            .await
+            .expect("raw PostgreSQL");
+        tokio::spawn(connection);
+        let now = "(extract(epoch FROM now()) * 1000)::bigint";
+        let insert = client
+            .prepare(&format!(
+                "INSERT INTO journal_intents (key, key_on_wire, method, url, headers, body,
+                     deadline_ms, retention_end_ms, state, owner, incarnation, lease_until_ms,
+                     fence, runs, created_ms, updated_ms)
+                 SELECT $1, true, 'POST', $2, $3, $4, 30000, c.ms + 82800000, 'in_flight',
+                     'raw', 'raw', c.ms + 60000, 1, 1, c.ms, c.ms
+                 FROM (SELECT {now} AS ms) c"
+            ))
+            .await
+            .expect("prepare INSERT");
+        let update = client
+            .prepare(&format!(
+                "UPDATE journal_intents
+                 SET state = 'succeeded', status = 200, locator = NULL, detail = NULL,
+                     due_at_ms = NULL, lease_until_ms = NULL, updated_ms = {now}
+                 WHERE key = $1 AND fence = 1 AND state = 'in_flight'"
+            ))
+            .await
+            .expect("prepare UPDATE");
+        RawPostgres {
+            client: Arc::new(client),
+            insert,
+            update,
+        }
+    }
+}
+
+impl RawRows for RawPostgres {
+    async fn insert(&self, key: String) {
+        self.client
+            .execute(
+                &self.insert,
+                &[&key, &"http://127.0.0.1/ok", &HEADERS, &BODY],
+            )
+            .await
+            .expect("raw INSERT");
+    }
+
+    async fn update(&self, key: String) {
+        self.client
+            .execute(&self.update, &[&key])
+            .await
+            .expect("raw UPDATE");
+    }
+}

@@ -1,0 +1,393 @@
+//! The fleet backend: one PostgreSQL table shared by many workers.
+//!
+//! Claims are one `UPDATE … FROM (SELECT … FOR UPDATE SKIP LOCKED)` statement, so
+//! concurrent workers take disjoint intents without waiting on each other, and
+//! every timestamp (lease ends, due times, retention) comes from the database's
+//! clock, so workers whose clocks drift still agree on when a lease has expired.
+//!
+//! # Privileges
+//! The first connection (and one after an upgrade of this crate) migrates: it
+//! needs `CREATE` on the schema the connection's `search_path` points at, and
+//! creates `journal_intents` and `journal_schema_versions` there. After that the
+//! journal needs only `SELECT, INSERT, UPDATE, DELETE ON journal_intents` and
+//! `SELECT ON journal_schema_versions` — e.g. migrate once with the owning role,
+//! then run workers as a role granted just that. No sequence, no function other
+//! than the built-in `pg_advisory_xact_lock`.
+
+mod connection;
+mod migrate;
+mod queries;
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio_postgres::error::SqlState;
+use tokio_postgres::{Client, Config, Row};
+
+use crate::backlog::Backlog;
+use crate::error::JournalError;
+use crate::headers;
+use crate::listing::ListCursor;
+use crate::record::{
+    duration_millis, from_millis, Claimed, IntentRecord, Lease, NewIntent, Outcome,
+};
+use crate::row::{count, read_row, sql_limit, RawRow};
+use crate::state::IntentState;
+use crate::state::IntentState::{Abandoned, Failed, InFlight, Succeeded, Unknown};
+use crate::store::{JournalStore, StoreFuture};
+use crate::worker::Worker;
+use connection::{Connection, Timeouts};
+
+/// The default [`PostgresStoreBuilder::connect_timeout`].
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// The default [`PostgresStoreBuilder::statement_timeout`].
+pub const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A journal in a PostgreSQL table (`journal_intents` in the connection's
+/// `search_path`), shared by a fleet of workers.
+///
+/// Clones share one connection (tokio-postgres pipelines concurrent queries).
+/// When it ends, the next operation connects again (operations in between fail
+/// fast; attempts after a failure back off from 100 ms to 5 s), and the log says
+/// so. Connects and statements are bounded by timeouts; see
+/// [`PostgresStore::builder`].
+#[derive(Clone)]
+pub struct PostgresStore {
+    conn: std::sync::Arc<Connection>,
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("timeouts", &self.conn.timeouts())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Connects a [`PostgresStore`] with settings; see [`PostgresStore::builder`].
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct PostgresStoreBuilder {
+    config: String,
+    timeouts: Timeouts,
+}
+
+impl PostgresStoreBuilder {
+    /// How long connecting (TCP, startup, authentication) may take before
+    /// [`JournalError::Timeout`] (default [`DEFAULT_CONNECT_TIMEOUT`], 5 s).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.timeouts.connect = timeout;
+        self
+    }
+
+    /// The session's `statement_timeout` (default [`DEFAULT_STATEMENT_TIMEOUT`],
+    /// 5 s): the server aborts a longer statement, nothing of it is committed,
+    /// and the call fails with [`JournalError::Timeout`]. The client gives up one
+    /// second later if the server does not answer at all. A durable send whose
+    /// write-ahead times out is refused: nothing is sent.
+    pub fn statement_timeout(mut self, timeout: Duration) -> Self {
+        self.timeouts.statement = timeout;
+        self
+    }
+
+    /// Connects without TLS and brings the schema to the latest version.
+    ///
+    /// # Errors
+    /// [`JournalError::InvalidConfig`] for a connection string that does not
+    /// parse or a zero timeout; [`JournalError::Storage`] or
+    /// [`JournalError::Timeout`] when the connection fails;
+    /// [`JournalError::Schema`] when the migration fails.
+    pub async fn connect(self) -> Result<PostgresStore, JournalError> {
+        let config: Config = self.config.parse().map_err(|e| {
+            JournalError::InvalidConfig(format!("PostgreSQL connection string: {e}"))
+        })?;
+        if self.timeouts.connect.is_zero() || self.timeouts.statement.is_zero() {
+            return Err(JournalError::InvalidConfig(
+                "PostgreSQL timeouts must be above zero".to_owned(),
+            ));
+        }
+        Ok(PostgresStore {
+            conn: std::sync::Arc::new(Connection::open(config, self.timeouts).await?),
+        })
+    }
+}
+
+impl PostgresStore {
+    /// Connects without TLS (e.g. `host=127.0.0.1 port=5432 user=app dbname=app`
+    /// or a `postgresql://` URL) with the default timeouts, and brings the schema
+    /// to the latest version. For TLS, connect with your own connector and use
+    /// [`from_client`](Self::from_client).
+    ///
+    /// # Errors
+    /// As [`PostgresStoreBuilder::connect`].
+    pub async fn connect(config: &str) -> Result<Self, JournalError> {
+        Self::builder(config).connect().await
+    }
+
+    /// A builder: `PostgresStore::builder(conninfo).statement_timeout(…).connect()`.
+    pub fn builder(config: &str) -> PostgresStoreBuilder {
+        PostgresStoreBuilder {
+            config: config.to_owned(),
+            timeouts: Timeouts {
+                connect: DEFAULT_CONNECT_TIMEOUT,
+                statement: DEFAULT_STATEMENT_TIMEOUT,
+            },
+        }
+    }
+
+    /// Uses a connected client (its connection task already spawned) with the
+    /// default statement timeout, and brings the schema to the latest version.
+    /// Such a store cannot reconnect: when the client's connection ends, every
+    /// operation fails.
+    ///
+    /// # Errors
+    /// [`JournalError::Storage`] or [`JournalError::Schema`] when the migration
+    /// fails.
+    pub async fn from_client(client: Client) -> Result<Self, JournalError> {
+        let timeouts = Timeouts {
+            connect: DEFAULT_CONNECT_TIMEOUT,
+            statement: DEFAULT_STATEMENT_TIMEOUT,
+        };
+        Ok(Self {
+            conn: std::sync::Arc::new(Connection::from_client(client, timeouts).await?),
+        })
+    }
+
+    /// Runs one operation bounded by the statement timeout.
+    async fn bounded<T>(
+        &self,
+        work: impl Future<Output = Result<T, tokio_postgres::Error>>,
+    ) -> Result<T, JournalError> {
+        let timeouts = self.conn.timeouts();
+        let timed_out = JournalError::Timeout {
+            operation: "statement",
+            after: timeouts.statement,
+        };
+        match tokio::time::timeout(timeouts.operation(), work).await {
+            Err(_) => Err(timed_out),
+            Ok(Err(error)) if error.code() == Some(&SqlState::QUERY_CANCELED) => Err(timed_out),
+            Ok(result) => result.map_err(JournalError::storage),
+        }
+    }
+}
+
+fn raw_row(row: &Row) -> Result<RawRow, JournalError> {
+    let read = || -> Result<RawRow, tokio_postgres::Error> { Ok(read_row!(row, try_get)) };
+    read().map_err(JournalError::storage)
+}
+
+fn records(rows: &[Row]) -> Result<Vec<IntentRecord>, JournalError> {
+    rows.iter().map(|row| raw_row(row)?.into_record()).collect()
+}
+
+impl JournalStore for PostgresStore {
+    fn write_ahead<'a>(
+        &'a self,
+        intent: &'a NewIntent,
+        worker: &'a Worker,
+        lease: Duration,
+    ) -> StoreFuture<'a, Lease> {
+        Box::pin(async move {
+            let live = self.conn.live().await?;
+            let rows = self
+                .bounded(live.client.query(
+                    &live.statements.write_ahead,
+                    &[
+                        &intent.key,
+                        &intent.key_on_wire,
+                        &intent.method.as_str(),
+                        &intent.url,
+                        &headers::encode(&intent.headers),
+                        &intent.body,
+                        &intent.deadline.map(duration_millis),
+                        &duration_millis(intent.retention),
+                        &worker.name(),
+                        &worker.incarnation(),
+                        &duration_millis(lease),
+                        &InFlight.as_str(),
+                    ],
+                ))
+                .await?;
+            let row = rows
+                .first()
+                .ok_or_else(|| JournalError::duplicate_key(&intent.key))?;
+            let until: i64 = row
+                .try_get("lease_until_ms")
+                .map_err(JournalError::storage)?;
+            Ok(Lease {
+                key: intent.key.clone(),
+                owner: worker.name().to_owned(),
+                fence: 1,
+                until: from_millis(until),
+            })
+        })
+    }
+
+    fn claim<'a>(
+        &'a self,
+        worker: &'a Worker,
+        lease: Duration,
+        limit: usize,
+    ) -> StoreFuture<'a, Vec<Claimed>> {
+        Box::pin(async move {
+            let live = self.conn.live().await?;
+            let rows = self
+                .bounded(live.client.query(
+                    &live.statements.claim,
+                    &[
+                        &worker.name(),
+                        &worker.incarnation(),
+                        &Unknown.as_str(),
+                        &InFlight.as_str(),
+                        &duration_millis(lease),
+                        &sql_limit(limit),
+                    ],
+                ))
+                .await?;
+            rows.iter()
+                .map(|row| {
+                    let record = raw_row(row)?.into_record()?;
+                    let now: i64 = row.try_get("now_ms").map_err(JournalError::storage)?;
+                    Ok(Claimed {
+                        lease: Lease {
+                            key: record.key.clone(),
+                            owner: worker.name().to_owned(),
+                            fence: record.fence,
+                            until: record.lease_until.unwrap_or_else(|| from_millis(now)),
+                        },
+                        record,
+                        now: from_millis(now),
+                    })
+                })
+                .collect()
+        })
+    }
+
+    fn record<'a>(&'a self, lease: &'a Lease, outcome: &'a Outcome) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let (status, locator, detail, due_in) = outcome.columns();
+            let live = self.conn.live().await?;
+            let updated = self
+                .bounded(live.client.execute(
+                    &live.statements.record,
+                    &[
+                        &outcome.state().as_str(),
+                        &status.map(i32::from),
+                        &locator,
+                        &detail,
+                        &due_in.map(duration_millis),
+                        &lease.key,
+                        &lease.fence,
+                        &InFlight.as_str(),
+                    ],
+                ))
+                .await?;
+            if updated == 0 {
+                return Err(JournalError::lease_lost(&lease.key, lease.fence));
+            }
+            Ok(())
+        })
+    }
+
+    fn get<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<IntentRecord>> {
+        Box::pin(async move {
+            let live = self.conn.live().await?;
+            let rows = self
+                .bounded(live.client.query(&live.statements.get, &[&key]))
+                .await?;
+            Ok(records(&rows)?.into_iter().next())
+        })
+    }
+
+    fn list<'a>(
+        &'a self,
+        state: IntentState,
+        after: Option<&'a ListCursor>,
+        limit: usize,
+    ) -> StoreFuture<'a, Vec<IntentRecord>> {
+        Box::pin(async move {
+            let start = ListCursor::start();
+            let after = after.unwrap_or(&start);
+            let live = self.conn.live().await?;
+            let rows = self
+                .bounded(live.client.query(
+                    &live.statements.list,
+                    &[
+                        &state.as_str(),
+                        &after.created_ms,
+                        &after.key,
+                        &sql_limit(limit),
+                    ],
+                ))
+                .await?;
+            records(&rows)
+        })
+    }
+
+    fn backlog<'a>(&'a self, worker: &'a Worker) -> StoreFuture<'a, Backlog> {
+        Box::pin(async move {
+            let live = self.conn.live().await?;
+            let row = self
+                .bounded(live.client.query_one(
+                    &live.statements.backlog,
+                    &[
+                        &worker.name(),
+                        &worker.incarnation(),
+                        &Unknown.as_str(),
+                        &InFlight.as_str(),
+                    ],
+                ))
+                .await?;
+            let read = || -> Result<Backlog, tokio_postgres::Error> {
+                Ok(Backlog {
+                    due: count(row.try_get("due")?),
+                    leased: count(row.try_get("leased")?),
+                    leased_until: row
+                        .try_get::<_, Option<i64>>("leased_until_ms")?
+                        .map(from_millis),
+                    waiting: count(row.try_get("waiting")?),
+                    next_due: row
+                        .try_get::<_, Option<i64>>("next_due_ms")?
+                        .map(from_millis),
+                    now: from_millis(row.try_get("now_ms")?),
+                })
+            };
+            read().map_err(JournalError::storage)
+        })
+    }
+
+    fn abandon<'a>(&'a self, key: &'a str, reason: &'a str) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let live = self.conn.live().await?;
+            let updated = self
+                .bounded(live.client.execute(
+                    &live.statements.abandon,
+                    &[
+                        &reason,
+                        &key,
+                        &Abandoned.as_str(),
+                        &InFlight.as_str(),
+                        &Unknown.as_str(),
+                    ],
+                ))
+                .await?;
+            Ok(updated > 0)
+        })
+    }
+
+    fn prune<'a>(&'a self, older_than: Duration) -> StoreFuture<'a, u64> {
+        Box::pin(async move {
+            let live = self.conn.live().await?;
+            self.bounded(live.client.execute(
+                &live.statements.prune,
+                &[
+                    &duration_millis(older_than),
+                    &Succeeded.as_str(),
+                    &Failed.as_str(),
+                    &Abandoned.as_str(),
+                ],
+            ))
+            .await
+        })
+    }
+}

@@ -1,0 +1,154 @@
+//! Every statement the PostgreSQL store runs, in one place. Each is prepared once
+//! per connection. State names are bound parameters (from `IntentState::as_str`),
+//! never written here; rows are read by column name (`RETURNING t.*`), and every
+//! timestamp comes from the database's clock.
+
+use tokio_postgres::{Client, Statement};
+
+/// The database's clock, in milliseconds since the Unix epoch.
+macro_rules! now_ms {
+    () => {
+        "(extract(epoch FROM now()) * 1000)::bigint"
+    };
+}
+
+/// The rows worker `$1` (incarnation `$2`) may claim at `$now`: due `unknown`
+/// (`$3`) rows, ended `in_flight` (`$4`) leases, and leases its own name holds
+/// under another incarnation (a dead predecessor's).
+macro_rules! claimable {
+    ($now:literal) => {
+        concat!(
+            "((i.state = $3 AND i.due_at_ms <= ",
+            $now,
+            ") OR (i.state = $4 AND (i.lease_until_ms <= ",
+            $now,
+            " OR (i.owner = $1 AND i.incarnation IS DISTINCT FROM $2))))"
+        )
+    };
+}
+
+/// `$1` key, `$2` key_on_wire, `$3` method, `$4` url, `$5` headers, `$6` body,
+/// `$7` deadline ms, `$8` retention ms, `$9` owner, `$10` incarnation, `$11` lease
+/// ms, `$12` in_flight.
+const WRITE_AHEAD: &str = concat!(
+    "INSERT INTO journal_intents (key, key_on_wire, method, url, headers, body,
+        deadline_ms, retention_end_ms, state, owner, incarnation, lease_until_ms, fence, runs,
+        created_ms, updated_ms)
+     SELECT $1, $2, $3, $4, $5, $6, $7, c.ms + $8, $12, $9, $10, c.ms + $11, 1, 1, c.ms, c.ms
+     FROM (SELECT ",
+    now_ms!(),
+    " AS ms) c
+     ON CONFLICT (key) DO NOTHING
+     RETURNING lease_until_ms"
+);
+
+/// `$1` owner, `$2` incarnation, `$3` unknown, `$4` in_flight, `$5` lease ms,
+/// `$6` limit.
+const CLAIM: &str = concat!(
+    "WITH clock AS (SELECT ",
+    now_ms!(),
+    " AS ms),
+     due AS (
+         SELECT i.key FROM journal_intents i, clock
+         WHERE ",
+    claimable!("clock.ms"),
+    "
+         ORDER BY COALESCE(i.due_at_ms, i.lease_until_ms), i.created_ms
+         LIMIT $6
+         FOR UPDATE OF i SKIP LOCKED)
+     UPDATE journal_intents t
+     SET state = $4, owner = $1, incarnation = $2, lease_until_ms = clock.ms + $5,
+         fence = t.fence + 1, runs = t.runs + 1, due_at_ms = NULL, updated_ms = clock.ms
+     FROM due, clock
+     WHERE t.key = due.key
+     RETURNING t.*, clock.ms AS now_ms"
+);
+
+/// `$1` state, `$2` status, `$3` locator, `$4` detail, `$5` due in ms, `$6` key,
+/// `$7` fence, `$8` in_flight.
+const RECORD: &str = concat!(
+    "UPDATE journal_intents
+     SET state = $1, status = COALESCE($2, status), locator = $3, detail = $4,
+         due_at_ms = ",
+    now_ms!(),
+    " + $5, lease_until_ms = NULL, updated_ms = ",
+    now_ms!(),
+    "
+     WHERE key = $6 AND fence = $7 AND state = $8"
+);
+
+/// `$1` key.
+const GET: &str = "SELECT * FROM journal_intents WHERE key = $1";
+
+/// `$1` state, `$2` after created ms, `$3` after key, `$4` limit.
+const LIST: &str = "SELECT * FROM journal_intents
+     WHERE state = $1 AND (created_ms, key) > ($2, $3)
+     ORDER BY created_ms, key
+     LIMIT $4";
+
+/// `$1` owner, `$2` incarnation, `$3` unknown, `$4` in_flight.
+const BACKLOG: &str = concat!(
+    "SELECT
+        COUNT(*) FILTER (WHERE ",
+    claimable!("c.ms"),
+    ") AS due,
+        COUNT(*) FILTER (WHERE i.state = $4 AND NOT ",
+    claimable!("c.ms"),
+    ") AS leased,
+        MIN(i.lease_until_ms) FILTER (WHERE i.state = $4 AND NOT ",
+    claimable!("c.ms"),
+    ") AS leased_until_ms,
+        COUNT(*) FILTER (WHERE i.state = $3 AND i.due_at_ms > c.ms) AS waiting,
+        MIN(i.due_at_ms) FILTER (WHERE i.state = $3 AND i.due_at_ms > c.ms) AS next_due_ms,
+        MIN(c.ms) AS now_ms
+     FROM (SELECT ",
+    now_ms!(),
+    " AS ms) c
+     LEFT JOIN journal_intents i ON i.state IN ($3, $4)"
+);
+
+/// `$1` reason, `$2` key, `$3` abandoned, `$4` in_flight, `$5` unknown.
+const ABANDON: &str = concat!(
+    "UPDATE journal_intents
+     SET state = $3, detail = $1, fence = fence + 1,
+         lease_until_ms = NULL, due_at_ms = NULL, updated_ms = ",
+    now_ms!(),
+    "
+     WHERE key = $2 AND state IN ($4, $5)"
+);
+
+/// `$1` older than ms, `$2` succeeded, `$3` failed, `$4` abandoned.
+const PRUNE: &str = concat!(
+    "DELETE FROM journal_intents
+     WHERE state IN ($2, $3, $4) AND updated_ms <= ",
+    now_ms!(),
+    " - $1"
+);
+
+/// The statements, prepared on one connection.
+#[derive(Debug)]
+pub(super) struct Statements {
+    pub(super) write_ahead: Statement,
+    pub(super) claim: Statement,
+    pub(super) record: Statement,
+    pub(super) get: Statement,
+    pub(super) list: Statement,
+    pub(super) backlog: Statement,
+    pub(super) abandon: Statement,
+    pub(super) prune: Statement,
+}
+
+impl Statements {
+    pub(super) async fn prepare(client: &Client) -> Result<Self, tokio_postgres::Error> {
+        Ok(Self {
+            write_ahead: client.prepare(WRITE_AHEAD).await?,
+            claim: client.prepare(CLAIM).await?,
+            record: client.prepare(RECORD).await?,
+            get: client.prepare(GET).await?,
+            list: client.prepare(LIST).await?,
+            backlog: client.prepare(BACKLOG).await?,
+            abandon: client.prepare(ABANDON).await?,
+            prune: client.prepare(PRUNE).await?,
+        })
+    }
+}

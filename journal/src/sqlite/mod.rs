@@ -1,0 +1,446 @@
+//! The embedded backend: one SQLite file, WAL mode, one writer.
+//!
+//! SQLite calls block, so each runs on tokio's blocking pool; a mutex around the
+//! one connection makes this process a single writer, and claims run in one
+//! `BEGIN IMMEDIATE` transaction so two processes sharing the file cannot claim
+//! the same intent (the second waits on the busy timeout).
+
+mod file;
+mod migrate;
+mod queries;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use rusqlite::{named_params, Connection, ErrorCode, OptionalExtension, Row, TransactionBehavior};
+
+use crate::backlog::Backlog;
+use crate::error::JournalError;
+use crate::headers;
+use crate::listing::ListCursor;
+use crate::record::{
+    duration_millis, from_millis, to_millis, Claimed, IntentRecord, Lease, NewIntent, Outcome,
+};
+use crate::row::{count, read_row, sql_limit, RawRow};
+use crate::state::IntentState;
+use crate::state::IntentState::{Abandoned, Failed, InFlight, Succeeded, Unknown};
+use crate::store::{JournalStore, StoreFuture};
+use crate::worker::Worker;
+
+/// The default [`SqliteStoreBuilder::busy_timeout`].
+pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A journal in one SQLite file (bundled SQLite; WAL; one writer per process).
+///
+/// Clones share the connection. On Unix a journal file it creates is readable and
+/// writable by its owner only (0600, whatever the umask), and so are its `-wal`
+/// and `-shm` files; an existing file open to others is reported with a
+/// `tracing` warning, not changed.
+///
+/// # Durability
+/// WAL with `synchronous = FULL`: a write-ahead that returned survives a power
+/// loss, not only a crash of the process.
+#[derive(Clone)]
+pub struct SqliteStore {
+    conn: Arc<Mutex<Connection>>,
+    busy_timeout: Duration,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("busy_timeout", &self.busy_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Opens a [`SqliteStore`] with settings; see [`SqliteStore::builder`].
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct SqliteStoreBuilder {
+    path: Option<PathBuf>,
+    busy_timeout: Duration,
+}
+
+impl SqliteStoreBuilder {
+    /// How long a write waits for another connection's write lock (another
+    /// process on the same file) before it fails with
+    /// [`JournalError::Timeout`] (default [`DEFAULT_BUSY_TIMEOUT`], 5 s). A
+    /// durable send whose write-ahead times out is refused: nothing is sent.
+    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
+        self.busy_timeout = timeout;
+        self
+    }
+
+    /// Opens (or creates) the journal and brings its schema to the latest
+    /// version.
+    ///
+    /// # Errors
+    /// [`JournalError::Storage`] when the file cannot be opened,
+    /// [`JournalError::Schema`] when it cannot be migrated (or was migrated by a
+    /// newer version of this crate), [`JournalError::Timeout`] when another
+    /// connection held the write lock past the busy timeout.
+    pub fn open(self) -> Result<SqliteStore, JournalError> {
+        let conn = match &self.path {
+            Some(path) => {
+                file::prepare(path)?;
+                Connection::open(path)
+            }
+            None => Connection::open_in_memory(),
+        }
+        .map_err(JournalError::storage)?;
+        let store = SqliteStore {
+            conn: Arc::new(Mutex::new(conn)),
+            busy_timeout: self.busy_timeout,
+        };
+        store.with_conn(|conn| {
+            conn.busy_timeout(store.busy_timeout)
+                .map_err(JournalError::storage)?;
+            if self.path.is_some() {
+                // Switching to WAL needs the lock too: after the busy timeout.
+                conn.query_row("PRAGMA journal_mode = WAL", [], |row| {
+                    row.get::<_, String>(0)
+                })
+                .map_err(JournalError::storage)?;
+            }
+            conn.pragma_update(None, "synchronous", "FULL")
+                .map_err(JournalError::storage)?;
+            migrate::migrate(conn)
+        })?;
+        Ok(store)
+    }
+}
+
+impl SqliteStore {
+    /// Opens (or creates) the journal file with the default settings.
+    ///
+    /// # Errors
+    /// As [`SqliteStoreBuilder::open`].
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, JournalError> {
+        Self::builder(path).open()
+    }
+
+    /// A builder for a journal file: `SqliteStore::builder(path).busy_timeout(…).open()`.
+    pub fn builder(path: impl AsRef<Path>) -> SqliteStoreBuilder {
+        SqliteStoreBuilder {
+            path: Some(path.as_ref().to_owned()),
+            busy_timeout: DEFAULT_BUSY_TIMEOUT,
+        }
+    }
+
+    /// A journal in memory, gone with the store (tests, demos).
+    ///
+    /// # Errors
+    /// [`JournalError::Storage`].
+    pub fn open_in_memory() -> Result<Self, JournalError> {
+        SqliteStoreBuilder {
+            path: None,
+            busy_timeout: DEFAULT_BUSY_TIMEOUT,
+        }
+        .open()
+    }
+
+    /// The schema version recorded in the file (`PRAGMA user_version`).
+    ///
+    /// # Errors
+    /// [`JournalError::Storage`].
+    pub fn schema_version(&self) -> Result<u32, JournalError> {
+        self.with_conn(|conn| {
+            conn.query_row("PRAGMA user_version", [], |row| row.get(0))
+                .map_err(JournalError::storage)
+        })
+    }
+
+    fn with_conn<T>(
+        &self,
+        work: impl FnOnce(&mut Connection) -> Result<T, JournalError>,
+    ) -> Result<T, JournalError> {
+        let mut conn = self
+            .conn
+            .lock()
+            .map_err(|_| JournalError::storage("journal connection poisoned"))?;
+        work(&mut conn).map_err(|error| timed_out(error, self.busy_timeout))
+    }
+
+    /// Runs `work` on the blocking pool with the connection and the time.
+    fn run<T, F>(&self, work: F) -> StoreFuture<'static, T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection, i64) -> Result<T, JournalError> + Send + 'static,
+    {
+        let this = self.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                this.with_conn(|conn| work(conn, to_millis(SystemTime::now())))
+            })
+            .await
+            .map_err(JournalError::storage)?
+        })
+    }
+}
+
+/// SQLite's "database is locked" after the busy timeout, as a timeout.
+fn timed_out(error: JournalError, after: Duration) -> JournalError {
+    let busy = match &error {
+        JournalError::Storage(source) => source
+            .downcast_ref::<rusqlite::Error>()
+            .and_then(rusqlite::Error::sqlite_error_code)
+            .is_some_and(|code| {
+                matches!(code, ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+            }),
+        _ => false,
+    };
+    if busy {
+        JournalError::Timeout {
+            operation: "write lock",
+            after,
+        }
+    } else {
+        error
+    }
+}
+
+fn raw_row(row: &Row<'_>) -> rusqlite::Result<RawRow> {
+    Ok(read_row!(row, get))
+}
+
+impl JournalStore for SqliteStore {
+    fn write_ahead<'a>(
+        &'a self,
+        intent: &'a NewIntent,
+        worker: &'a Worker,
+        lease: Duration,
+    ) -> StoreFuture<'a, Lease> {
+        let intent = intent.clone();
+        let worker = worker.clone();
+        self.run(move |conn, now| {
+            let until = now.saturating_add(duration_millis(lease));
+            let inserted = conn
+                .execute(
+                    queries::WRITE_AHEAD,
+                    named_params! {
+                        ":key": intent.key,
+                        ":key_on_wire": intent.key_on_wire,
+                        ":method": intent.method.as_str(),
+                        ":url": intent.url,
+                        ":headers": headers::encode(&intent.headers),
+                        ":body": intent.body,
+                        ":deadline_ms": intent.deadline.map(duration_millis),
+                        ":retention_end_ms": now.saturating_add(duration_millis(intent.retention)),
+                        ":in_flight": InFlight.as_str(),
+                        ":owner": worker.name(),
+                        ":incarnation": worker.incarnation(),
+                        ":lease_until_ms": until,
+                        ":now": now,
+                    },
+                )
+                .map_err(JournalError::storage)?;
+            if inserted == 0 {
+                return Err(JournalError::duplicate_key(&intent.key));
+            }
+            Ok(Lease {
+                key: intent.key,
+                owner: worker.name().to_owned(),
+                fence: 1,
+                until: from_millis(until),
+            })
+        })
+    }
+
+    fn claim<'a>(
+        &'a self,
+        worker: &'a Worker,
+        lease: Duration,
+        limit: usize,
+    ) -> StoreFuture<'a, Vec<Claimed>> {
+        let worker = worker.clone();
+        self.run(move |conn, now| {
+            let until = now.saturating_add(duration_millis(lease));
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(JournalError::storage)?;
+            let keys: Vec<String> = {
+                let mut due = tx
+                    .prepare_cached(queries::CLAIMABLE_KEYS)
+                    .map_err(JournalError::storage)?;
+                let rows = due
+                    .query_map(
+                        named_params! {
+                            ":unknown": Unknown.as_str(),
+                            ":in_flight": InFlight.as_str(),
+                            ":owner": worker.name(),
+                            ":incarnation": worker.incarnation(),
+                            ":now": now,
+                            ":limit": sql_limit(limit),
+                        },
+                        |row| row.get(0),
+                    )
+                    .map_err(JournalError::storage)?;
+                rows.collect::<Result<_, _>>()
+                    .map_err(JournalError::storage)?
+            };
+            let mut claimed = Vec::with_capacity(keys.len());
+            for key in keys {
+                let raw = tx
+                    .query_row(
+                        queries::CLAIM_ONE,
+                        named_params! {
+                            ":in_flight": InFlight.as_str(),
+                            ":owner": worker.name(),
+                            ":incarnation": worker.incarnation(),
+                            ":lease_until_ms": until,
+                            ":now": now,
+                            ":key": key,
+                        },
+                        raw_row,
+                    )
+                    .map_err(JournalError::storage)?;
+                let record = raw.into_record()?;
+                claimed.push(Claimed {
+                    lease: Lease {
+                        key: record.key.clone(),
+                        owner: worker.name().to_owned(),
+                        fence: record.fence,
+                        until: from_millis(until),
+                    },
+                    record,
+                    now: from_millis(now),
+                });
+            }
+            tx.commit().map_err(JournalError::storage)?;
+            Ok(claimed)
+        })
+    }
+
+    fn record<'a>(&'a self, lease: &'a Lease, outcome: &'a Outcome) -> StoreFuture<'a, ()> {
+        let lease = lease.clone();
+        let outcome = outcome.clone();
+        self.run(move |conn, now| {
+            let (status, locator, detail, due_in) = outcome.columns();
+            let updated = conn
+                .prepare_cached(queries::RECORD)
+                .and_then(|mut statement| {
+                    statement.execute(named_params! {
+                        ":state": outcome.state().as_str(),
+                        ":status": status,
+                        ":locator": locator,
+                        ":detail": detail,
+                        ":due_at_ms": due_in.map(|delay| now.saturating_add(duration_millis(delay))),
+                        ":now": now,
+                        ":key": lease.key,
+                        ":fence": lease.fence,
+                        ":in_flight": InFlight.as_str(),
+                    })
+                })
+                .map_err(JournalError::storage)?;
+            if updated == 0 {
+                return Err(JournalError::lease_lost(&lease.key, lease.fence));
+            }
+            Ok(())
+        })
+    }
+
+    fn get<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<IntentRecord>> {
+        let key = key.to_owned();
+        self.run(move |conn, _| {
+            let raw = conn
+                .query_row(queries::GET, named_params! { ":key": key }, raw_row)
+                .optional()
+                .map_err(JournalError::storage)?;
+            raw.map(RawRow::into_record).transpose()
+        })
+    }
+
+    fn list<'a>(
+        &'a self,
+        state: IntentState,
+        after: Option<&'a ListCursor>,
+        limit: usize,
+    ) -> StoreFuture<'a, Vec<IntentRecord>> {
+        let after = after.cloned().unwrap_or_else(ListCursor::start);
+        self.run(move |conn, _| {
+            let mut statement = conn.prepare(queries::LIST).map_err(JournalError::storage)?;
+            let rows = statement
+                .query_map(
+                    named_params! {
+                        ":state": state.as_str(),
+                        ":after_created_ms": after.created_ms,
+                        ":after_key": after.key,
+                        ":limit": sql_limit(limit),
+                    },
+                    raw_row,
+                )
+                .map_err(JournalError::storage)?;
+            rows.map(|row| row.map_err(JournalError::storage)?.into_record())
+                .collect()
+        })
+    }
+
+    fn backlog<'a>(&'a self, worker: &'a Worker) -> StoreFuture<'a, Backlog> {
+        let worker = worker.clone();
+        self.run(move |conn, now| {
+            conn.query_row(
+                queries::BACKLOG,
+                named_params! {
+                    ":unknown": Unknown.as_str(),
+                    ":in_flight": InFlight.as_str(),
+                    ":owner": worker.name(),
+                    ":incarnation": worker.incarnation(),
+                    ":now": now,
+                },
+                |row| {
+                    Ok(Backlog {
+                        due: count(row.get("due")?),
+                        leased: count(row.get("leased")?),
+                        leased_until: row
+                            .get::<_, Option<i64>>("leased_until_ms")?
+                            .map(from_millis),
+                        waiting: count(row.get("waiting")?),
+                        next_due: row.get::<_, Option<i64>>("next_due_ms")?.map(from_millis),
+                        now: from_millis(now),
+                    })
+                },
+            )
+            .map_err(JournalError::storage)
+        })
+    }
+
+    fn abandon<'a>(&'a self, key: &'a str, reason: &'a str) -> StoreFuture<'a, bool> {
+        let key = key.to_owned();
+        let reason = reason.to_owned();
+        self.run(move |conn, now| {
+            let updated = conn
+                .execute(
+                    queries::ABANDON,
+                    named_params! {
+                        ":abandoned": Abandoned.as_str(),
+                        ":reason": reason,
+                        ":now": now,
+                        ":key": key,
+                        ":in_flight": InFlight.as_str(),
+                        ":unknown": Unknown.as_str(),
+                    },
+                )
+                .map_err(JournalError::storage)?;
+            Ok(updated > 0)
+        })
+    }
+
+    fn prune<'a>(&'a self, older_than: Duration) -> StoreFuture<'a, u64> {
+        self.run(move |conn, now| {
+            let deleted = conn
+                .execute(
+                    queries::PRUNE,
+                    named_params! {
+                        ":succeeded": Succeeded.as_str(),
+                        ":failed": Failed.as_str(),
+                        ":abandoned": Abandoned.as_str(),
+                        ":before": now.saturating_sub(duration_millis(older_than)),
+                    },
+                )
+                .map_err(JournalError::storage)?;
+            Ok(u64::try_from(deleted).unwrap_or(u64::MAX))
+        })
+    }
+}

@@ -1,0 +1,180 @@
+//! The schema evolves by versioned migrations: a journal made by the first
+//! schema (every release before versioning) is upgraded in place, migrations
+//! run once under a lock when several processes open a journal together, and a
+//! journal migrated by a newer crate is refused.
+
+use std::time::Duration;
+
+use reqwest_resilience_journal::{IntentState, JournalError, JournalStore, SqliteStore, Worker};
+
+use crate::support::sqlite_path;
+
+/// The latest schema version this crate knows.
+const LATEST: u32 = 2;
+
+/// The first schema, exactly as releases before versioning created it.
+const SQLITE_V1: &str = include_str!("../../migrations/sqlite/0001_initial.sql");
+
+/// A row as the first schema stored it: an `unknown` intent due long ago.
+const V1_ROW: &str = "INSERT INTO journal_intents (key, key_on_wire, method, url, headers,
+    body, deadline_ms, retention_end_ms, state, owner, lease_until_ms, fence, runs, due_at_ms,
+    status, locator, detail, created_ms, updated_ms)
+    VALUES ('old-1', 1, 'POST', 'http://127.0.0.1:9/payments',
+    X'636F6E74656E742D747970653A206170706C69636174696F6E2F6A736F6E0D0A',
+    X'7B7D', 5000, 9999999999999, 'unknown', 'worker-old', NULL, 3, 3, 1000,
+    NULL, NULL, 'response lost', 1000, 1000)";
+
+#[test]
+fn a_first_schema_sqlite_journal_is_upgraded_in_place() {
+    let path = sqlite_path("v1");
+    {
+        let v1 = rusqlite::Connection::open(&path).unwrap();
+        v1.execute_batch(SQLITE_V1).unwrap();
+        v1.execute(V1_ROW, []).unwrap();
+        let version: u32 = v1
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, 0, "the first schema recorded no version");
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), LATEST);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let row = store.get("old-1").await.unwrap().expect("the old row");
+        assert_eq!(row.state, IntentState::Unknown);
+        assert_eq!((row.fence, row.runs), (3, 3));
+        assert_eq!(row.body, b"{}");
+        assert_eq!(row.headers["content-type"], "application/json");
+        assert_eq!(
+            row.incarnation, None,
+            "the new column is empty for old rows"
+        );
+        let claimed = store
+            .claim(&Worker::new("upgraded"), Duration::from_secs(60), 10)
+            .await
+            .unwrap();
+        assert_eq!(
+            claimed.len(),
+            1,
+            "the old row is claimable after the upgrade"
+        );
+        assert_eq!(claimed[0].record.fence, 4);
+        assert_eq!(
+            claimed[0].record.incarnation.as_deref(),
+            Some(Worker::this_process_incarnation())
+        );
+    });
+    drop(store);
+    // Opening again applies nothing and keeps the version.
+    assert_eq!(
+        SqliteStore::open(&path).unwrap().schema_version().unwrap(),
+        LATEST
+    );
+}
+
+#[test]
+fn sqlite_migrations_run_once_when_opened_together() {
+    let path = sqlite_path("together");
+    let opens: Vec<_> = (0..4)
+        .map(|_| {
+            let path = path.clone();
+            std::thread::spawn(move || SqliteStore::open(path).map(|s| s.schema_version()))
+        })
+        .collect();
+    for open in opens {
+        let version = open.join().unwrap().expect("opened").expect("version");
+        assert_eq!(version, LATEST);
+    }
+}
+
+#[test]
+fn a_journal_from_a_newer_crate_is_refused() {
+    let path = sqlite_path("newer");
+    SqliteStore::open(&path).unwrap();
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .pragma_update(None, "user_version", LATEST + 1)
+        .unwrap();
+    let error = SqliteStore::open(&path).unwrap_err();
+    assert!(matches!(error, JournalError::Schema(_)), "{error}");
+    assert!(error.to_string().contains("newer"), "{error}");
+}
+
+#[cfg(feature = "postgres")]
+mod postgres {
+    use super::*;
+    use reqwest_resilience_journal::PostgresStore;
+
+    const POSTGRES_V1: &str = include_str!("../../migrations/postgres/0001_initial.sql");
+
+    async fn client(conninfo: &str) -> tokio_postgres::Client {
+        let (client, connection) = tokio_postgres::connect(conninfo, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        client
+    }
+
+    async fn versions(conninfo: &str) -> Vec<i32> {
+        client(conninfo)
+            .await
+            .query(
+                "SELECT version FROM journal_schema_versions ORDER BY version",
+                &[],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| row.get(0))
+            .collect()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_first_schema_postgres_journal_is_upgraded_in_place() {
+        let Some(conninfo) = crate::support::pg::fresh_schema("v1").await else {
+            return;
+        };
+        let v1 = client(&conninfo).await;
+        v1.batch_execute(POSTGRES_V1).await.unwrap();
+        // The same row in PostgreSQL's literals (boolean, bytea).
+        let row = V1_ROW
+            .replace("1, 'POST'", "true, 'POST'")
+            .replace("X'636F", "'\\x636F")
+            .replace("0D0A'", "0D0A'::bytea")
+            .replace("X'7B7D'", "'\\x7B7D'::bytea");
+        v1.batch_execute(&row).await.unwrap();
+        let store = PostgresStore::connect(&conninfo).await.unwrap();
+        assert_eq!(versions(&conninfo).await, [1, 2]);
+        let row = store.get("old-1").await.unwrap().expect("the old row");
+        assert_eq!((row.state, row.fence), (IntentState::Unknown, 3));
+        assert_eq!(row.incarnation, None);
+        let claimed = store
+            .claim(&Worker::new("upgraded"), Duration::from_secs(60), 10)
+            .await
+            .unwrap();
+        assert_eq!(claimed.len(), 1);
+        drop(store);
+        PostgresStore::connect(&conninfo).await.unwrap();
+        assert_eq!(versions(&conninfo).await, [1, 2], "each step once");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres_migrations_run_once_when_workers_start_together() {
+        let Some(conninfo) = crate::support::pg::fresh_schema("together").await else {
+            return;
+        };
+        let connects: Vec<_> = (0..4)
+            .map(|_| {
+                let conninfo = conninfo.clone();
+                tokio::spawn(async move { PostgresStore::connect(&conninfo).await.map(drop) })
+            })
+            .collect();
+        for connect in connects {
+            connect.await.unwrap().expect("connected and migrated");
+        }
+        assert_eq!(versions(&conninfo).await, [1, 2]);
+    }
+}
