@@ -127,7 +127,11 @@ pub async fn run(server: &Server, plan: &Plan, report: &mut Report) {
     .collect();
     text.push_str(
         "\nreqwest-resilience ÷ floor: median over rounds of (reqwest-resilience ÷ the \
-         floor in the same round), with the spread of those per-round ratios.\n\n",
+         floor in the same round), with the spread of those per-round ratios. The \
+         no-regression gate's thresholds are reqwest-resilience ÷ partial floor in the \
+         full run at b1d9b10, taken there as the quotient of the two rows' ratios to \
+         bare. `bench/scripts/instructions_per_request.sh` counts the client thread's \
+         instructions per request of any rows, which a busy machine does not move.\n\n",
     );
     text.push_str(&table(
         &[" measure", " against", "ratio", "ratio p25–p75"],

@@ -108,7 +108,7 @@ pub async fn run(server: &Server, plan: &Plan, report: &mut Report) {
     text.push_str(
         "\nreqwest-resilience ÷ floor: median over rounds of (reqwest-resilience ÷ the \
          floor in the same round), with the spread of those per-round ratios (for req/s, \
-         higher is better).\n\n",
+         higher is better). The gate's threshold as in P1.\n\n",
     );
     text.push_str(&table(
         &[" measure", " against", "ratio", "ratio p25–p75"],
