@@ -165,19 +165,13 @@ fn gate_and_aim(report: &mut Report, floor: [Spread; 2], partial: [Spread; 2]) {
         report.target(
             "P1",
             format!("no regression: ÷ partial floor ≤ {gate:.3} ({measure})"),
-            format!(
-                "{:.3}× (p25–p75 {:.3}–{:.3})",
-                partial.median, partial.p25, partial.p75
-            ),
+            partial.described(),
             partial.median <= gate,
         );
         report.target(
             "P1",
             format!("aim: ÷ floor ≤ {AIM:.2} ({measure})"),
-            format!(
-                "{:.3}× (p25–p75 {:.3}–{:.3})",
-                floor.median, floor.p25, floor.p75
-            ),
+            floor.described(),
             floor.median <= AIM,
         );
     }

@@ -120,19 +120,13 @@ pub async fn run(server: &Server, plan: &Plan, report: &mut Report) {
     report.target(
         "P2",
         format!("no regression: req/s ÷ partial floor ≥ {GATE:.3}"),
-        format!(
-            "{:.3}× (p25–p75 {:.3}–{:.3})",
-            partial_rps.median, partial_rps.p25, partial_rps.p75
-        ),
+        partial_rps.described(),
         partial_rps.median >= GATE,
     );
     report.target(
         "P2",
         format!("aim: req/s ÷ floor ≥ {AIM:.3} (1 ÷ 1.02)"),
-        format!(
-            "{:.3}× (p25–p75 {:.3}–{:.3})",
-            floor_rps.median, floor_rps.p25, floor_rps.p75
-        ),
+        floor_rps.described(),
         floor_rps.median >= AIM,
     );
 }

@@ -53,4 +53,12 @@ impl Spread {
             format!("{:.3}–{:.3}", self.p25, self.p75),
         ]
     }
+
+    /// `1.032× (p25–p75 1.010–1.050)`, for a target line.
+    pub fn described(&self) -> String {
+        format!(
+            "{:.3}× (p25–p75 {:.3}–{:.3})",
+            self.median, self.p25, self.p75
+        )
+    }
 }
