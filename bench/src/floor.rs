@@ -5,12 +5,14 @@
 //! Each step uses the cheapest way known to do it, so the last row is a floor for a
 //! layer with this crate's features (copy, key, request id, timer, attempt record).
 //!
-//! Also P1/P2's floor reference row ([`defaults_by_hand`]): what the crate's
-//! defaults must do on a successful single-attempt GET, by hand on bare reqwest.
+//! Also P1/P2's floor reference rows ([`defaults`]): what the crate's defaults
+//! must do on a successful single-attempt GET, by hand on bare reqwest.
+
+pub mod defaults;
+pub mod deposits;
 
 use std::time::Duration;
 
-use rand::RngCore;
 use reqwest::header::{HeaderName, HeaderValue};
 use reqwest::Request;
 
@@ -84,7 +86,7 @@ impl Step {
 
 /// What a retry layer could attach to the response: a fixed-size record.
 #[derive(Debug, Clone, Copy)]
-struct AttemptRecord {
+struct StepRecord {
     _attempts: u32,
     _elapsed: Duration,
 }
@@ -147,51 +149,11 @@ pub async fn get(client: &reqwest::Client, url: &str, step: Step, serial: u64) -
     match result {
         Ok(mut response) => {
             if step >= Step::ResponseExtension {
-                response.extensions_mut().insert(AttemptRecord {
+                response.extensions_mut().insert(StepRecord {
                     _attempts: 1,
                     _elapsed: Duration::ZERO,
                 });
             }
-            drain(response).await
-        }
-        Err(_) => Outcome { status: None },
-    }
-}
-
-/// A fresh request id made as reqwest-resilience makes one (`src/ids.rs`): 16 bytes
-/// from the thread-local CSPRNG made a UUID v4, hyphenated lower-case on the stack.
-fn random_request_id() -> HeaderValue {
-    let mut bytes = [0u8; 16];
-    rand::rng().fill_bytes(&mut bytes);
-    let uuid = uuid::Builder::from_random_bytes(bytes).into_uuid();
-    let mut buffer = uuid::Uuid::encode_buffer();
-    let text = uuid.hyphenated().encode_lower(&mut buffer);
-    HeaderValue::from_str(text).unwrap_or_else(|_| HeaderValue::from_static(""))
-}
-
-/// One GET doing by hand, as cheaply as possible, what reqwest-resilience's
-/// defaults must do on a successful single attempt (a GET gets no idempotency
-/// key): the request built, a copy by hand sent with a fresh UUID `x-request-id`
-/// and the original kept until the response is in (for a retry), one record in
-/// the response's extensions, the body read. The 10 s attempt timeout is not here:
-/// as the crate does, `client` carries it as its own timeout (see
-/// [`Peer::Floor`](crate::peers::Peer::Floor)).
-pub async fn defaults_by_hand(client: &reqwest::Client, url: &str) -> Outcome {
-    let Ok(template) = client.get(url).build() else {
-        return Outcome { status: None };
-    };
-    let mut attempt = copy_by_hand(&template);
-    attempt
-        .headers_mut()
-        .insert(HeaderName::from_static("x-request-id"), random_request_id());
-    let result = client.execute(attempt).await;
-    drop(template);
-    match result {
-        Ok(mut response) => {
-            response.extensions_mut().insert(AttemptRecord {
-                _attempts: 1,
-                _elapsed: Duration::ZERO,
-            });
             drain(response).await
         }
         Err(_) => Outcome { status: None },

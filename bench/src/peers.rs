@@ -8,7 +8,7 @@
 //! no retries stack under the wrappers.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use backon::{ExponentialBuilder, Retryable};
 use reqwest::StatusCode;
@@ -17,6 +17,7 @@ use reqwest_retry::policies::ExponentialBackoff;
 use reqwest_retry::{Jitter, RetryTransientMiddleware};
 
 use crate::floor;
+use crate::floor::deposits::DepositWindow;
 
 /// Backoff settings shared by every peer that has them.
 pub const BASE: Duration = Duration::from_millis(10);
@@ -36,13 +37,19 @@ pub enum Peer {
     /// ([`DEFAULT_ATTEMPT_TIMEOUT`]): what a careful user pays for the same
     /// protection without the crate (a reference row; not in `ALL`).
     BareTimeout,
-    /// Bare reqwest doing by hand, as cheaply as possible, what reqwest-resilience's
-    /// defaults must do on a successful single-attempt GET: the attempt timeout as
-    /// the client's timeout, a hand copy of the request kept, a fresh UUID
-    /// `x-request-id`, one response extension (see [`crate::floor::defaults_by_hand`]).
-    /// Shows how much of the crate's overhead its defaults account for (a reference
-    /// row; not in `ALL`).
+    /// Bare reqwest doing by hand, as cheaply as possible, all that
+    /// reqwest-resilience's defaults must do on a successful single-attempt GET
+    /// (see [`floor::defaults::send`]). Shows how much of the crate's overhead its
+    /// defaults account for (a reference row; not in `ALL`).
     Floor,
+    /// The floor without the budget deposit, the classification, the spans and the
+    /// clock reads (see [`floor::defaults::partial`]): the row the no-regression
+    /// gate was set against (a reference row; not in `ALL`).
+    FloorPartial,
+    /// reqwest-resilience wrapping a prebuilt client through
+    /// `ResilientClient::from_parts`: what bringing your own client costs (a P8 row
+    /// only; not in `ALL`).
+    ResilientFromParts,
 }
 
 /// The attempt timeout reqwest-resilience sets on every attempt by default.
@@ -58,8 +65,14 @@ impl Peer {
     ];
 
     /// The reference rows P1 and P2 add after the peers: the careful bare user, the
-    /// defaults' work done by hand on bare reqwest, and the crate without its timer.
-    pub const REFERENCES: [Peer; 3] = [Peer::BareTimeout, Peer::Floor, Peer::ResilientNoTimer];
+    /// defaults' work done by hand on bare reqwest (partly, then completely), and the
+    /// crate without its timer.
+    pub const REFERENCES: [Peer; 4] = [
+        Peer::BareTimeout,
+        Peer::FloorPartial,
+        Peer::Floor,
+        Peer::ResilientNoTimer,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -71,6 +84,10 @@ impl Peer {
             Peer::ResilientNoTimer => "(reference) reqwest-resilience, no deadline/timeout",
             Peer::BareTimeout => "(reference) bare reqwest 0.13 + 10 s request timeout",
             Peer::Floor => "(reference) floor: bare reqwest 0.13 doing the defaults' work by hand",
+            Peer::FloorPartial => {
+                "(reference) partial floor: timeout, copy, request id, extension by hand"
+            }
+            Peer::ResilientFromParts => "reqwest-resilience, prebuilt client via `from_parts`",
         }
     }
 
@@ -84,6 +101,8 @@ impl Peer {
             Peer::ResilientNoTimer => "resilience-no-timer",
             Peer::BareTimeout => "bare-timeout",
             Peer::Floor => "floor",
+            Peer::FloorPartial => "floor-partial",
+            Peer::ResilientFromParts => "resilience-from-parts",
         }
     }
 
@@ -98,6 +117,8 @@ impl Peer {
             Peer::ResilientNoTimer => &["reqwest-resilience", "no timer"],
             Peer::BareTimeout => &["bare reqwest", "+ 10 s timeout"],
             Peer::Floor => &["bare reqwest", "defaults by hand"],
+            Peer::FloorPartial => &["bare reqwest", "partial floor"],
+            Peer::ResilientFromParts => &["reqwest-resilience", "from_parts"],
         }
     }
 
@@ -116,8 +137,18 @@ impl Peer {
             }
             Peer::BareTimeout => "no retries; `RequestBuilder::timeout(10 s)` on every request",
             Peer::Floor => {
+                "no retries; `ClientBuilder::timeout(10 s)`, a budget deposit (atomic add \
+                 into a 10 s window), disabled intent and attempt spans, the clock read at \
+                 the attempt's start and end, a hand copy of the request kept, a fresh UUID \
+                 `x-request-id`, the status classified, one response extension"
+            }
+            Peer::FloorPartial => {
                 "no retries; `ClientBuilder::timeout(10 s)`, a hand copy of the request \
                  kept, a fresh UUID `x-request-id`, one response extension"
+            }
+            Peer::ResilientFromParts => {
+                "as reqwest-resilience, on a client built with `retry::never()` and \
+                 `timeout(10 s)`, wrapped by `from_parts`"
             }
         }
     }
@@ -170,8 +201,13 @@ pub enum Client {
         backoff: ExponentialBuilder,
     },
     /// Bare reqwest with the attempt timeout as its client-level timeout, driven by
-    /// [`floor::defaults_by_hand`].
-    Floor(reqwest::Client),
+    /// [`floor::defaults::complete`]; `deposits` is its retry budget's window.
+    Floor {
+        client: reqwest::Client,
+        deposits: DepositWindow,
+    },
+    /// As `Floor`, driven by [`floor::defaults::partial`].
+    FloorPartial(reqwest::Client),
 }
 
 /// The settings every reqwest client gets.
@@ -191,6 +227,16 @@ pub fn bare_reqwest_builder() -> reqwest::ClientBuilder {
 /// A reqwest client with the common settings and reqwest's retry layer off.
 pub fn bare_reqwest() -> reqwest::Client {
     bare_reqwest_builder().build().expect("reqwest client")
+}
+
+/// The floor rows' client: the attempt timeout applied as reqwest-resilience applies
+/// it, on the client, not on each request (which would cost the request an
+/// extension map).
+fn floor_reqwest() -> reqwest::Client {
+    bare_reqwest_builder()
+        .timeout(DEFAULT_ATTEMPT_TIMEOUT)
+        .build()
+        .expect("reqwest client")
 }
 
 fn transient(status: StatusCode) -> bool {
@@ -222,14 +268,26 @@ pub fn build(peer: Peer, settings: Settings) -> Arc<Client> {
             client: bare_reqwest(),
             timeout: Some(DEFAULT_ATTEMPT_TIMEOUT),
         },
-        // As reqwest-resilience applies its attempt timeout: on the client, not on
-        // each request (which would cost the request an extension map).
-        Peer::Floor => Client::Floor(
-            bare_reqwest_builder()
+        Peer::Floor => Client::Floor {
+            client: floor_reqwest(),
+            deposits: DepositWindow::new(Instant::now()),
+        },
+        Peer::FloorPartial => Client::FloorPartial(floor_reqwest()),
+        Peer::ResilientFromParts => {
+            let policy = resilient_policy_builder(settings.max_attempts, settings.budget)
+                .build()
+                .expect("valid policy");
+            // Built as `from_builder` builds it (connect timeout included), with
+            // the attempt timeout set on the client by its owner.
+            let prebuilt = common(ResilientClient::reqwest_builder_for(&policy))
                 .timeout(DEFAULT_ATTEMPT_TIMEOUT)
                 .build()
-                .expect("reqwest client"),
-        ),
+                .expect("reqwest client");
+            Client::Resilient {
+                client: ResilientClient::from_parts(prebuilt, policy),
+                deadline: settings.deadline,
+            }
+        }
         Peer::Resilient | Peer::ResilientNoTimer => {
             let builder = resilient_policy_builder(settings.max_attempts, settings.budget);
             let policy = if peer == Peer::ResilientNoTimer {
@@ -358,7 +416,10 @@ impl Client {
                     }
                 }
             }
-            Client::Floor(client) => floor::defaults_by_hand(client, url).await,
+            Client::Floor { client, deposits } => {
+                floor::defaults::complete(client, deposits, url).await
+            }
+            Client::FloorPartial(client) => floor::defaults::partial(client, url).await,
             Client::ReqwestRetry(client) => match client.get(url).send().await {
                 Ok(response) => drain(response).await,
                 Err(_) => Outcome { status: None },

@@ -29,8 +29,9 @@ use reqwest_resilience_bench::server::Server;
 static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 /// The clients in table order: bare first (the baseline), the careful bare user,
-/// the defaults' work by hand (the floor), the peers, then ours and its reference row.
-const PEERS: [Peer; 8] = [
+/// the defaults' work by hand (the floor), the peers, then ours, ours on a prebuilt
+/// client, and ours without its timer.
+const PEERS: [Peer; 9] = [
     Peer::Bare,
     Peer::BareTimeout,
     Peer::Floor,
@@ -38,6 +39,7 @@ const PEERS: [Peer; 8] = [
     Peer::Backon,
     Peer::ReqwestRetry,
     Peer::Resilient,
+    Peer::ResilientFromParts,
     Peer::ResilientNoTimer,
 ];
 
@@ -271,6 +273,12 @@ fn render(measured: &[Measured], parts: &[(&'static str, Counts)], args: &Args) 
         ],
         &rows,
     ));
+    text.push_str(
+        "\nThrough `from_parts` the crate wraps a client it did not build and cannot read \
+         that client's timeout, so every attempt carries a per-request timeout, which \
+         reqwest keeps in the request's extension map (`Request::timeout_mut()` below); \
+         through `from_builder` the attempt timeout is the client's own.\n",
+    );
     text.push_str(
         "\nThe pieces of a request copy and of the headers a layer adds, each counted \
          on its own:\n\n",

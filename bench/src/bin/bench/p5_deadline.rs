@@ -52,11 +52,11 @@ pub async fn run(server: &Server, report: &mut Report) {
         let overshoot = max - P5_DEADLINE.as_secs_f64() * 1000.0;
         let attempts = (counters.slow.load(Ordering::Relaxed) - before) as f64 / P5_INTENTS as f64;
         let (setting, note) = match peer {
-            Peer::Bare | Peer::BareTimeout | Peer::Floor => (
+            Peer::Bare | Peer::BareTimeout | Peer::Floor | Peer::FloorPartial => (
                 "none (no retries)",
                 "one 150 ms attempt: the deadline never binds",
             ),
-            Peer::Resilient | Peer::ResilientNoTimer => (
+            Peer::Resilient | Peer::ResilientNoTimer | Peer::ResilientFromParts => (
                 "`.deadline(1 s)` on the request",
                 "attempt timeout clipped to the time left; no pause that would end past it",
             ),

@@ -10,7 +10,11 @@ use reqwest_resilience_bench::sim::{self, Strategy};
 #[derive(Debug, Default)]
 pub struct Summary {
     pub p1: Option<f64>,
+    /// reqwest-resilience ÷ the complete floor, wall (median of per-round ratios).
+    pub p1_floor: Option<f64>,
     pub p2: Option<f64>,
+    /// reqwest-resilience's req/s ÷ the complete floor's (median of per-round ratios).
+    pub p2_floor: Option<f64>,
     pub p3: Option<f64>,
     pub p4_early: Option<usize>,
     pub p5_ms: Option<f64>,
@@ -89,10 +93,12 @@ pub fn summary_line(s: &Summary) -> String {
         value.map_or_else(|| "na".to_owned(), f)
     }
     format!(
-        "SUMMARY p1={} p2={} p3={} p4_early={} p5_ms={} p6_full={} p6_decorrelated={} \
-         p7_kib={} p8_allocs={} p10_sqlite={} p10_postgres={}",
+        "SUMMARY p1={} p1_floor={} p2={} p2_floor={} p3={} p4_early={} p5_ms={} p6_full={} \
+         p6_decorrelated={} p7_kib={} p8_allocs={} p10_sqlite={} p10_postgres={}",
         or_na(s.p1, |v| format!("{v:.3}")),
+        or_na(s.p1_floor, |v| format!("{v:.3}")),
         or_na(s.p2, |v| format!("{v:.3}")),
+        or_na(s.p2_floor, |v| format!("{v:.3}")),
         or_na(s.p3, |v| format!("{v:.3}")),
         or_na(s.p4_early, |v| v.to_string()),
         or_na(s.p5_ms, |v| format!("{v:.1}")),
