@@ -486,7 +486,7 @@ impl RequestBuilder {
         let (http, request) = inner.build_split();
         let intent = request.map_err(Error::invalid_request).and_then(|request| {
             if let Some(error) = invalid_policy {
-                return Err(Error::invalid_policy(error));
+                return Err(Error::invalid_policy(Box::new(error)));
             }
             let policy = options.take_policy(&policy);
             let resolved = options.resolve(&policy, &request)?;

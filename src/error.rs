@@ -156,11 +156,8 @@ impl Error {
     }
 
     /// A per-request policy that does not build; nothing was sent.
-    pub(crate) fn invalid_policy(error: crate::policy::BuildError) -> Self {
-        Self::nothing_sent(
-            GiveUpReason::InvalidRequest,
-            LastResult::Other(Box::new(error)),
-        )
+    pub(crate) fn invalid_policy(error: BoxError) -> Self {
+        Self::nothing_sent(GiveUpReason::InvalidRequest, LastResult::Other(error))
     }
 
     /// A per-request deadline of zero; nothing was sent.
