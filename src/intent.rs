@@ -166,7 +166,9 @@ impl<T: Transport> Intent<T> {
             url: prepared.requests.url(),
             result: &result,
         };
-        let all_heard = Box::pin(observers.end(&end, left)).await;
+        observers.finished(&end);
+        // Boxed: only intents with async observers pay for holding this future.
+        let all_heard = !observers.need_waiting() || Box::pin(observers.ended(&end, left)).await;
         if !all_heard {
             // An observer that did not record the end (a journal) may resume the
             // intent later: the caller must not take "nothing happened" for granted.

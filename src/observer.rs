@@ -498,20 +498,24 @@ impl<'p> Observers<'p> {
         }
     }
 
-    /// Tells every observer that was reached how the intent ended: `finished`,
-    /// then `ended` within the time `left()` says is left. True when every `ended`
-    /// returned `Ok` in time.
-    pub(crate) async fn end(
+    /// Tells every observer that was reached how the intent ended, synchronously.
+    pub(crate) fn finished(&self, end: &IntentEnd<'_>) {
+        for observer in self.all().take(self.reached) {
+            observer.finished(end);
+        }
+    }
+
+    /// Awaits the `ended` of every observer that was reached and has async hooks,
+    /// each within the time `left()` says is left. True when every one returned
+    /// `Ok` in time.
+    pub(crate) async fn ended(
         &self,
         end: &IntentEnd<'_>,
         left: impl Fn() -> Option<Duration>,
     ) -> bool {
-        let reached = || self.all().take(self.reached);
-        for observer in reached() {
-            observer.finished(end);
-        }
         let mut all_heard = true;
-        for observer in reached().filter(|observer| observer.needs_async_hooks()) {
+        let reached = self.all().take(self.reached);
+        for observer in reached.filter(|observer| observer.needs_async_hooks()) {
             match within(left(), observer.ended(end)).await {
                 Some(Ok(())) => {}
                 Some(Err(error)) => {

@@ -50,6 +50,9 @@ pub enum Peer {
     /// `ResilientClient::from_parts`: what bringing your own client costs (a P8 row
     /// only; not in `ALL`).
     ResilientFromParts,
+    /// (reference) reqwest-resilience with one observer that only counts, through
+    /// the synchronous hooks: what metrics cost an intent.
+    ResilientObserved,
 }
 
 /// The attempt timeout reqwest-resilience sets on every attempt by default.
@@ -88,6 +91,7 @@ impl Peer {
                 "(reference) partial floor: timeout, copy, request id, extension by hand"
             }
             Peer::ResilientFromParts => "reqwest-resilience, prebuilt client via `from_parts`",
+            Peer::ResilientObserved => "reqwest-resilience + one counting observer",
         }
     }
 
@@ -103,6 +107,7 @@ impl Peer {
             Peer::Floor => "floor",
             Peer::FloorPartial => "floor-partial",
             Peer::ResilientFromParts => "resilience-from-parts",
+            Peer::ResilientObserved => "resilience-observed",
         }
     }
 
@@ -119,6 +124,7 @@ impl Peer {
             Peer::Floor => &["bare reqwest", "defaults by hand"],
             Peer::FloorPartial => &["bare reqwest", "partial floor"],
             Peer::ResilientFromParts => &["reqwest-resilience", "from_parts"],
+            Peer::ResilientObserved => &["reqwest-resilience", "+ counting observer"],
         }
     }
 
@@ -149,6 +155,10 @@ impl Peer {
             Peer::ResilientFromParts => {
                 "as reqwest-resilience, on a client built with `retry::never()` and \
                  `timeout(10 s)`, wrapped by `from_parts`"
+            }
+            Peer::ResilientObserved => {
+                "as reqwest-resilience, with an observer counting attempts, scheduled \
+                 retries and ends (synchronous hooks only)"
             }
         }
     }
@@ -288,12 +298,12 @@ pub fn build(peer: Peer, settings: Settings) -> Arc<Client> {
                 deadline: settings.deadline,
             }
         }
-        Peer::Resilient | Peer::ResilientNoTimer => {
+        Peer::Resilient | Peer::ResilientNoTimer | Peer::ResilientObserved => {
             let builder = resilient_policy_builder(settings.max_attempts, settings.budget);
-            let policy = if peer == Peer::ResilientNoTimer {
-                builder.no_deadline().no_attempt_timeout()
-            } else {
-                builder
+            let policy = match peer {
+                Peer::ResilientNoTimer => builder.no_deadline().no_attempt_timeout(),
+                Peer::ResilientObserved => builder.observer(Counting::default()),
+                _ => builder,
             }
             .build()
             .expect("valid policy");
@@ -456,5 +466,34 @@ impl Client {
                 }
             }
         }
+    }
+}
+
+/// Counts what a metrics observer would, with the synchronous hooks only.
+#[derive(Default)]
+struct Counting {
+    attempts: std::sync::atomic::AtomicU64,
+    retries: std::sync::atomic::AtomicU64,
+    ended: std::sync::atomic::AtomicU64,
+}
+
+impl reqwest_resilience::IntentObserver for Counting {
+    fn needs_async_hooks(&self) -> bool {
+        false
+    }
+
+    fn attempt_finished(&self, _: &reqwest_resilience::AttemptFinished<'_>) {
+        self.attempts
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn retry_scheduled(&self, _: &reqwest_resilience::RetryScheduled<'_>) {
+        self.retries
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn finished(&self, _: &reqwest_resilience::IntentEnd<'_>) {
+        self.ended
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 }

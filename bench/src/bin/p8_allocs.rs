@@ -31,7 +31,7 @@ static ALLOCATOR: CountingAllocator = CountingAllocator;
 /// The clients in table order: bare first (the baseline), the careful bare user,
 /// the defaults' work by hand (the floor), the peers, then ours, ours on a prebuilt
 /// client, and ours without its timer.
-const PEERS: [Peer; 9] = [
+const PEERS: [Peer; 10] = [
     Peer::Bare,
     Peer::BareTimeout,
     Peer::Floor,
@@ -40,6 +40,7 @@ const PEERS: [Peer; 9] = [
     Peer::ReqwestRetry,
     Peer::Resilient,
     Peer::ResilientFromParts,
+    Peer::ResilientObserved,
     Peer::ResilientNoTimer,
 ];
 

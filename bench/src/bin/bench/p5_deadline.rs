@@ -56,7 +56,10 @@ pub async fn run(server: &Server, report: &mut Report) {
                 "none (no retries)",
                 "one 150 ms attempt: the deadline never binds",
             ),
-            Peer::Resilient | Peer::ResilientNoTimer | Peer::ResilientFromParts => (
+            Peer::Resilient
+            | Peer::ResilientNoTimer
+            | Peer::ResilientFromParts
+            | Peer::ResilientObserved => (
                 "`.deadline(1 s)` on the request",
                 "attempt timeout clipped to the time left; no pause that would end past it",
             ),
