@@ -76,7 +76,7 @@
 //! # Backends
 //! * [`SqliteStore`] (feature `sqlite`, default): one file, bundled SQLite, WAL,
 //!   one writer per process, claims in one `BEGIN IMMEDIATE` transaction.
-//! * [`PostgresStore`] (feature `postgres`): a fleet of workers on one table,
+//! * [`PostgresStore`](https://docs.rs/reqwest-resilience-journal/latest/reqwest_resilience_journal/struct.PostgresStore.html) (feature `postgres`): a fleet of workers on one table,
 //!   claims with `FOR UPDATE SKIP LOCKED`, every timestamp from the database's
 //!   clock.
 //!

@@ -17,7 +17,7 @@ pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, JournalError
 /// (PostgreSQL: the database's, so a fleet agrees on lease ends).
 ///
 /// Implemented by [`SqliteStore`](crate::SqliteStore) and
-/// [`PostgresStore`](crate::PostgresStore); the conformance tests run against both.
+/// [`PostgresStore`](https://docs.rs/reqwest-resilience-journal/latest/reqwest_resilience_journal/struct.PostgresStore.html); the conformance tests run against both.
 pub trait JournalStore: Send + Sync + 'static {
     /// Writes an intent ahead as `in_flight`, leased to `owner` for `lease`, with
     /// fence 1 and runs 1.
