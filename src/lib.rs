@@ -144,6 +144,7 @@
 //! `attempts`, `outcome_unknown`). Bodies, cookies and headers (authorization
 //! included) are never recorded. Fields are computed only when a subscriber wants the
 //! span. `cargo run --example tracing` prints them.
+//!
 
 // Links to feature-gated items resolve when the feature is on (docs.rs builds with all
 // of them); without it they point at the Features table instead of breaking the build.

@@ -13,16 +13,17 @@ use reqwest_resilience::{
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-mod support {
-    #![allow(dead_code)]
-    #[path = "../field/support/certs.rs"]
-    pub mod certs;
-    #[path = "../field/support/tls_server.rs"]
-    pub mod tls_server;
-}
+// The field tests' certificate kit and rustls server (`tls_server` finds `certs` as
+// `super::certs`, so both sit at this binary's root).
+#[allow(dead_code)]
+#[path = "field/support/certs.rs"]
+mod certs;
+#[allow(dead_code)]
+#[path = "field/support/tls_server.rs"]
+mod tls_server;
 
-use support::certs::{self_signed, TestCa};
-use support::tls_server::TlsServer;
+use certs::{self_signed, TestCa};
+use tls_server::TlsServer;
 
 const MS: Duration = Duration::from_millis(1);
 
