@@ -124,10 +124,10 @@ impl AttemptLog {
 /// [`Error`](crate::Error)'s `Display`). An empty log prints nothing.
 impl fmt::Display for AttemptLog {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let key = self
-            .key
-            .as_ref()
-            .map_or_else(|| "no key".to_owned(), |key| format!("key {}", key.redacted()));
+        let key = self.key.as_ref().map_or_else(
+            || "no key".to_owned(),
+            |key| format!("key {}", key.redacted()),
+        );
         for (index, attempt) in self.attempts().iter().enumerate() {
             if index > 0 {
                 f.write_str("\n")?;

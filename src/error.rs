@@ -378,9 +378,11 @@ impl fmt::Display for Error {
                 "not retried after {attempts}: the body is a stream, already sent once, and \
                  cannot be sent again (build it with .body_fn(..) to make it replayable)"
             )?,
-            GiveUpReason::NotRetryable => {
-                write!(f, "not retried after {attempts}: {}", self.why_not_retried())?
-            }
+            GiveUpReason::NotRetryable => write!(
+                f,
+                "not retried after {attempts}: {}",
+                self.why_not_retried()
+            )?,
             GiveUpReason::InvalidRequest => match &inner.last {
                 LastResult::InvalidKey(key_error) => write!(f, "invalid request: {key_error}")?,
                 LastResult::ZeroDeadline => {

@@ -149,7 +149,10 @@
 // Links to feature-gated items resolve when the feature is on (docs.rs builds with all
 // of them); without it they point at the Features table instead of breaking the build.
 #![cfg_attr(not(feature = "json"), doc = "[`RequestBuilder::json`]: #features")]
-#![cfg_attr(not(feature = "middleware"), doc = "[`ResilienceMiddleware`]: #features")]
+#![cfg_attr(
+    not(feature = "middleware"),
+    doc = "[`ResilienceMiddleware`]: #features"
+)]
 #![cfg_attr(not(feature = "serde"), doc = "[`RetryPolicyConfig`]: #features")]
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations, rust_2018_idioms, unreachable_pub)]

@@ -51,7 +51,11 @@ async fn slow_server() -> MockServer {
 fn durations_in(text: &str) -> Vec<String> {
     text.split(|c: char| c.is_whitespace() || matches!(c, ';' | ',' | '(' | ')'))
         .filter(|token| token.starts_with(|c: char| c.is_ascii_digit()))
-        .filter(|token| ["ns", "µs", "ms", "s"].iter().any(|unit| token.ends_with(unit)))
+        .filter(|token| {
+            ["ns", "µs", "ms", "s"]
+                .iter()
+                .any(|unit| token.ends_with(unit))
+        })
         .map(str::to_owned)
         .collect()
 }
@@ -59,7 +63,10 @@ fn durations_in(text: &str) -> Vec<String> {
 /// The one format: digits, at most three decimals, a unit glued to the number —
 /// never `2.001867748s` beside `2001 ms`.
 fn assert_one_duration_format(text: &str) {
-    assert!(!text.contains(" ms"), "a unit apart from its number: {text}");
+    assert!(
+        !text.contains(" ms"),
+        "a unit apart from its number: {text}"
+    );
     let durations = durations_in(text);
     assert!(!durations.is_empty(), "no duration in {text}");
     for duration in durations {
@@ -74,12 +81,8 @@ fn assert_one_duration_format(text: &str) {
 async fn an_unkeyed_post_that_timed_out_says_it_was_not_retried_for_want_of_a_key() {
     let server = slow_server().await;
     let sleeper = RecordingSleeper::new();
-    let client = ResilientClient::with_policy(
-        policy(&sleeper)
-            .attempt_timeout(300 * MS)
-            .build()
-            .unwrap(),
-    );
+    let client =
+        ResilientClient::with_policy(policy(&sleeper).attempt_timeout(300 * MS).build().unwrap());
     let error = client
         .post(format!("{}/payments", server.uri()))
         .without_idempotency_key()
@@ -126,7 +129,10 @@ async fn a_streamed_body_says_why_it_was_not_sent_again_and_what_to_use_instead(
         "{text}"
     );
     assert!(text.contains(".body_fn("), "{text}");
-    assert!(text.contains("; last status 503 Service Unavailable"), "{text}");
+    assert!(
+        text.contains("; last status 503 Service Unavailable"),
+        "{text}"
+    );
     // A response came back: no transport failure to report.
     assert_eq!(error.transport_failure(), None);
 }
@@ -187,10 +193,16 @@ async fn the_attempt_log_prints_one_line_per_attempt() {
         assert!(!line.contains(key.as_str()), "the whole key in {line}");
         assert_one_duration_format(line);
     }
-    assert!(lines[0].contains("| 503 Service Unavailable |"), "{printed}");
+    assert!(
+        lines[0].contains("| 503 Service Unavailable |"),
+        "{printed}"
+    );
     assert!(lines[0].contains(" | then ") && lines[0].ends_with("(backoff)"));
     assert!(lines[2].contains("| 201 Created |"), "{printed}");
-    assert!(!lines[2].contains("then"), "no pause after the last attempt");
+    assert!(
+        !lines[2].contains("then"),
+        "no pause after the last attempt"
+    );
 }
 
 /// A client on rustls trusting `roots` besides the platform's (reqwest picks
@@ -263,6 +275,9 @@ async fn a_certificate_for_another_host_and_an_expired_one_say_what_to_fix() {
         .await
         .expect_err("the certificate expired in 2021");
     let text = error.to_string();
-    assert!(text.contains("last: host 127.0.0.1: TLS certificate expired"), "{text}");
+    assert!(
+        text.contains("last: host 127.0.0.1: TLS certificate expired"),
+        "{text}"
+    );
     assert!(text.contains("renewed"), "{text}");
 }
