@@ -432,7 +432,18 @@ impl Error {
             Some(TransportFailure::Other) if matches!(self.inner.last, LastResult::Other(_)) => {
                 "another middleware in the chain failed"
             }
-            Some(failure) if !failure.is_transient() => "a retry would fail the same way",
+            // A certificate, a TLS version, a bad URL: known before anything was sent,
+            // and known to repeat.
+            Some(failure) if failure.proves_not_sent() && !failure.is_transient() => {
+                "a retry would fail the same way"
+            }
+            Some(TransportFailure::Body | TransportFailure::Redirect) => {
+                "the failure is the caller's (the body stream or the redirect policy), not \
+                 the network's"
+            }
+            Some(failure) if !failure.is_transient() => {
+                "the failure is of a kind not known to be safe to retry"
+            }
             Some(failure) if failure.may_have_reached_server() && !keyed => {
                 "the request had no idempotency key and may have reached the server, so it \
                  is resent only if its method is idempotent (GET, HEAD, PUT, DELETE, OPTIONS, \

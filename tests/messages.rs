@@ -138,6 +138,35 @@ async fn a_streamed_body_says_why_it_was_not_sent_again_and_what_to_use_instead(
 }
 
 #[tokio::test]
+async fn a_failing_body_stream_is_called_the_callers_failure() {
+    let server = MockServer::start().await;
+    Mock::given(method("PUT"))
+        .respond_with(ResponseTemplate::new(200))
+        .mount(&server)
+        .await;
+    let client = ResilientClient::with_policy(policy(&RecordingSleeper::new()).build().unwrap());
+    let error = client
+        .put(server.uri())
+        .body_fn(|| {
+            let chunks: Vec<Result<Bytes, std::io::Error>> = vec![
+                Ok(Bytes::from_static(b"first part")),
+                Err(std::io::Error::other("the file went away")),
+            ];
+            reqwest::Body::wrap_stream(futures_util::stream::iter(chunks))
+        })
+        .send()
+        .await
+        .expect_err("the body cannot be produced");
+    assert_eq!(error.transport_failure(), Some(TransportFailure::Body));
+    let text = error.to_string();
+    assert!(
+        text.starts_with("not retried after 1 attempt: the failure is the caller's"),
+        "{text}"
+    );
+    assert!(text.contains("; last: the request body stream failed"), "{text}");
+}
+
+#[tokio::test]
 async fn a_deadline_message_writes_elapsed_time_and_timeouts_the_same_way() {
     let server = slow_server().await;
     let sleeper = RecordingSleeper::new();
