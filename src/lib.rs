@@ -90,13 +90,14 @@
 //! On by default, mirroring reqwest 0.13's defaults so that HTTPS works out of the box:
 //! `default-tls` (TLS through **rustls with the aws-lc-rs provider**, reqwest's
 //! `default-tls`), `charset`, `http2`, `system-proxy` (reqwest's features of the same
-//! name). Off by default — each gated item below is marked with the feature it needs:
+//! name). Off by default — in these docs each gated item is marked with the feature it
+//! needs:
 //!
 //! | you want | feature |
 //! |---|---|
 //! | [`RequestBuilder::json`] / `query` / `form` (without it: error E0599, no method `json`) | `json`, `query`, `form` |
 //! | [`ResilienceMiddleware`] in a `reqwest_middleware` chain | `middleware` |
-//! | [`RetryPolicyConfig`]: a policy from TOML/JSON/env, durations like `"250ms"` | `serde` |
+//! | [`RetryPolicyConfig`]: a policy from TOML/JSON, environment variables laid over it, durations like `"250ms"` | `serde` |
 //! | the `testing` module: wiremock responders and assertions for your tests | `testing` |
 //! | the platform's TLS (OpenSSL on Linux) instead of rustls | `native-tls` (with `default-features = false`) |
 //! | rustls with a crypto provider you install yourself | `rustls-no-provider` |
