@@ -163,7 +163,10 @@ async fn a_failing_body_stream_is_called_the_callers_failure() {
         text.starts_with("not retried after 1 attempt: the failure is the caller's"),
         "{text}"
     );
-    assert!(text.contains("; last: the request body stream failed"), "{text}");
+    assert!(
+        text.contains("; last: the request body stream failed"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
