@@ -12,9 +12,7 @@
 
 use std::time::{Duration, Instant};
 
-use reqwest_resilience::{
-    AttemptLog, AttemptOutcome, Backoff, ResilientClient, ResponseExt, RetryPolicy,
-};
+use reqwest_resilience::{AttemptLog, Backoff, ResilientClient, ResponseExt, RetryPolicy};
 
 #[path = "support/payments_server.rs"]
 mod payments_server;
@@ -48,7 +46,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .idempotency_key()
         .map(|key| key.as_str().to_owned())
         .unwrap_or_default();
-    print_log(&log, &key);
+    print_log(&log);
     println!(
         "   -> {status} {}   payments created on the server: {}\n",
         response.text().await?,
@@ -82,44 +80,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .send()
         .await
         .expect_err("the deadline must end this intent");
-    let key = error
-        .idempotency_key()
-        .map(|key| key.as_str().to_owned())
-        .unwrap_or_default();
-    print_log(error.attempt_log(), &key);
+    print_log(error.attempt_log());
     println!(
-        "   -> error: {error}\n      reason={:?} elapsed={:?} outcome_unknown={} (reconcile, or retry later with the same key)\n",
-        error.reason(),
-        error.elapsed(),
+        "   -> error: {error}\n      reason={} outcome_unknown={} (reconcile, or retry later with the same key)\n",
+        error.reason().as_str(),
         error.is_outcome_unknown()
     );
     println!("demo finished in {:.1?}", started.elapsed());
     Ok(())
 }
 
-fn print_log(log: &AttemptLog, key: &str) {
-    let short_key: String = key.chars().take(8).collect();
-    println!(
-        "   {:<7} | {:<13} | {:<10} | {:<24} | next pause",
-        "attempt", "request id", "key", "outcome"
-    );
-    println!("   {}", "-".repeat(80));
-    for attempt in log.attempts() {
-        let outcome = match attempt.outcome() {
-            AttemptOutcome::Status(status) => status.to_string(),
-            AttemptOutcome::Failed(failure) => format!("failed: {}", failure.as_str()),
-            other => format!("{other:?}"),
-        };
-        let pause = attempt.delay_after().map_or("—".to_owned(), |pause| {
-            format!("{:.1?} ({})", pause.delay, pause.reason.as_str())
-        });
-        let request_id = attempt.request_id().to_string();
-        println!(
-            "   {:<7} | {:<13} | {:<10} | {:<24} | {pause}",
-            attempt.number(),
-            format!("{}…", &request_id[..8]),
-            format!("{short_key}…"),
-            outcome
-        );
+/// The attempt log's own `Display`: one line per attempt (number, request id, the
+/// key's prefix, outcome, duration, the pause that followed and why).
+fn print_log(log: &AttemptLog) {
+    for line in log.to_string().lines() {
+        println!("   {line}");
     }
 }

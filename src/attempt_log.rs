@@ -108,6 +108,88 @@ impl AttemptLog {
     }
 }
 
+/// One line per attempt, oldest first, no trailing newline — what a person reading a
+/// log or an incident ticket needs: the attempt number, its request id (to find it in
+/// the server's logs), the key's short prefix (never the whole key), what came back,
+/// how long it took, and the pause that followed and why.
+///
+/// ```text
+/// attempt 1 | request 0e0d5f1c-7a0b-4b9e-9f6a-3c1d2e4f5a6b | key 2f434937… | 503 Service Unavailable | 3ms | then 1s (retry-after)
+/// attempt 2 | request 7cfa09d9-5d8e-4f7a-8b1c-2d3e4f5a6b7c | key 2f434937… | failed: connection_lost | 2ms | then 24ms (backoff)
+/// attempt 3 | request 7cb28d3f-1a2b-4c3d-8e4f-5a6b7c8d9e0f | key 2f434937… | 201 Created | 4ms
+/// ```
+///
+/// A failed attempt shows its [`TransportFailure::as_str`] label (the `error.type`
+/// of its span); durations use the format of every message of this crate (see
+/// [`Error`](crate::Error)'s `Display`). An empty log prints nothing.
+impl fmt::Display for AttemptLog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let key = self.key.as_ref().map_or_else(
+            || "no key".to_owned(),
+            |key| format!("key {}", key.redacted()),
+        );
+        for (index, attempt) in self.attempts().iter().enumerate() {
+            if index > 0 {
+                f.write_str("\n")?;
+            }
+            let outcome = match attempt.outcome {
+                AttemptOutcome::Status(status) => status.to_string(),
+                AttemptOutcome::Failed(failure) => format!("failed: {}", failure.as_str()),
+            };
+            write!(
+                f,
+                "attempt {} | request {} | {key} | {outcome} | {}",
+                attempt.number,
+                attempt.request_id,
+                ShortDuration(attempt.duration)
+            )?;
+            if let Some(pause) = attempt.delay_after {
+                write!(
+                    f,
+                    " | then {} ({})",
+                    ShortDuration(pause.delay),
+                    pause.reason.as_str()
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The one duration format of every message this crate writes (give-up messages, the
+/// attempt log): Rust's `Duration` notation rounded to the millisecond — `300ms`,
+/// `2.002s`, `120s` — so nanosecond noise never sits beside a rounded figure, and any
+/// duration printed can be pasted back into a configuration file (`RetryPolicyConfig`
+/// reads the same notation). Below a millisecond it keeps microseconds (`250µs`).
+pub(crate) struct ShortDuration(pub(crate) Duration);
+
+impl fmt::Display for ShortDuration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const MILLI: u128 = 1_000_000;
+        const MICRO: u128 = 1_000;
+        let unit = if self.0 >= Duration::from_millis(1) {
+            MILLI
+        } else {
+            MICRO
+        };
+        let shown = round_to(self.0, unit);
+        if shown.is_zero() {
+            return f.write_str("0ms");
+        }
+        write!(f, "{shown:?}")
+    }
+}
+
+/// `duration` rounded half up to a multiple of `unit_nanos`; never panics (a
+/// duration near `Duration::MAX` saturates).
+fn round_to(duration: Duration, unit_nanos: u128) -> Duration {
+    const NANOS_PER_SEC: u128 = 1_000_000_000;
+    let nanos = (duration.as_nanos() + unit_nanos / 2) / unit_nanos * unit_nanos;
+    let secs = u64::try_from(nanos / NANOS_PER_SEC).unwrap_or(u64::MAX);
+    let subsec = u32::try_from(nanos % NANOS_PER_SEC).unwrap_or(0);
+    Duration::new(secs, subsec)
+}
+
 impl fmt::Debug for AttemptLog {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AttemptLog")
@@ -222,6 +304,59 @@ mod tests {
             duration: Duration::from_millis(1),
             delay_after: None,
         }
+    }
+
+    #[test]
+    fn display_prints_one_line_per_attempt_with_the_key_prefix_and_pauses() {
+        let key = IdempotencyKey::new("order-1842-payment").unwrap();
+        let mut log = AttemptLog::new(Some(key));
+        let first = record(1);
+        let second = AttemptRecord {
+            number: 2,
+            outcome: AttemptOutcome::Failed(TransportFailure::ConnectionLost),
+            duration: Duration::from_micros(2_400),
+            ..record(2)
+        };
+        let third = AttemptRecord {
+            outcome: AttemptOutcome::Status(StatusCode::CREATED),
+            duration: Duration::from_nanos(1_234_567_890),
+            ..record(3)
+        };
+        let ids = [first.request_id, second.request_id, third.request_id];
+        log.push(first);
+        log.set_last_delay(Duration::from_secs(1), DelayReason::RetryAfter);
+        log.push(second);
+        log.set_last_delay(Duration::from_nanos(24_123_456), DelayReason::Backoff);
+        log.push(third);
+        assert_eq!(
+            log.to_string(),
+            format!(
+                "attempt 1 | request {} | key order-18… | 503 Service Unavailable | 1ms | then 1s (retry-after)\n\
+                 attempt 2 | request {} | key order-18… | failed: connection_lost | 2ms | then 24ms (backoff)\n\
+                 attempt 3 | request {} | key order-18… | 201 Created | 1.235s",
+                ids[0], ids[1], ids[2]
+            )
+        );
+        let unkeyed = AttemptLog::new(None);
+        assert_eq!(unkeyed.to_string(), "");
+        let mut unkeyed = unkeyed;
+        unkeyed.push(record(1));
+        assert!(unkeyed.to_string().contains("| no key |"), "{unkeyed}");
+    }
+
+    #[test]
+    fn durations_are_rounded_to_the_millisecond_in_one_notation() {
+        let shown = |duration: Duration| ShortDuration(duration).to_string();
+        assert_eq!(shown(Duration::from_nanos(2_001_867_748)), "2.002s");
+        assert_eq!(shown(Duration::from_millis(300)), "300ms");
+        assert_eq!(shown(Duration::from_micros(299_600)), "300ms");
+        assert_eq!(shown(Duration::from_secs(120)), "120s");
+        assert_eq!(shown(Duration::from_micros(250)), "250µs");
+        assert_eq!(shown(Duration::from_nanos(999_700)), "1ms");
+        assert_eq!(shown(Duration::ZERO), "0ms");
+        assert_eq!(shown(Duration::from_nanos(400)), "0ms");
+        // Never a panic, even at the end of the range.
+        assert!(shown(Duration::MAX).ends_with('s'));
     }
 
     #[test]

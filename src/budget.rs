@@ -1,54 +1,7 @@
 //! Retry budgets: a cap on retries across a whole client, not per request.
 //!
-//! A per-request attempt limit is not enough to protect a struggling server.
-//! With 3 attempts per request, an outage where every attempt fails turns each
-//! request into 3, so the server sees up to 3× its normal load at the moment
-//! it is least able to take it. Layers multiply: a gateway, a service and this
-//! client, each retrying 3 times, send up to 3 × 3 × 3 = 27× the load. A retry
-//! *budget* caps the total instead: retries may be at most `ratio` × the
-//! ordinary requests seen recently. With a 10% budget an outage costs at most
-//! about 1.1× the normal load (plus the small reserve), however many attempts
-//! each request is allowed. This is the design of Finagle's `RetryBudget`
-//! (10 s TTL, a reserve, 20%), gRPC's `retryThrottling`, the AWS SDK retry
-//! quota and tower's `TpsBudget`.
-//!
-//! Every intent's first attempt is a [`RetryBudget::deposit`]; every retry must
-//! first be granted by [`RetryBudget::try_withdraw`]. Counts live in a sliding
-//! window of 10 slots of `window / 10` each, so memory is constant whatever the
-//! traffic and old requests fall out one slot at a time. A retry is granted iff
-//! `withdrawals + 1 <= ratio × deposits + reserve` over the window, evaluated in
-//! exact integer arithmetic (ratio in millionths, `u128` products), so the
-//! budget never over-grants, unlike float arithmetic that lets a 60% budget
-//! allow 100% (tower issue 857). The `reserve` is a number of retries per
-//! window granted even with no traffic, so a quiet client can still retry a
-//! single failed request.
-//!
-//! Defaults ([`RetryBudget::new_default`]): ratio 0.1, window 10 s, reserve 10,
-//! one budget for all hosts. 10% keeps the worst case near 1.1×; 10 s is long
-//! enough to smooth bursts yet short enough to recover quickly once the
-//! outage ends; 10 retries per window lets low-traffic clients ride out
-//! transient errors. A budget is shared by a client and all its clones; clone
-//! the handle to share it between clients on purpose. With `per_host(true)`
-//! each host gets its own window (up to 1024 hosts; see
-//! [`RetryBudgetBuilder::per_host`]).
-//!
-//! ```
-//! use reqwest_resilience::RetryBudget;
-//! use std::time::Duration;
-//!
-//! let budget = RetryBudget::builder()
-//!     .ratio(0.2)
-//!     .window(Duration::from_secs(10))
-//!     .reserve(0)
-//!     .build()?;
-//! for _ in 0..10 {
-//!     budget.deposit("api.example.com");
-//! }
-//! assert!(budget.try_withdraw("api.example.com"));
-//! assert!(budget.try_withdraw("api.example.com"));
-//! assert!(!budget.try_withdraw("api.example.com")); // 20% of 10 requests
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+//! The explanation (why budgets, the arithmetic, the defaults) is on the public
+//! [`RetryBudget`] page, where users read it.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -73,9 +26,77 @@ const MAX_SCOPES: usize = 1024;
 const MIN_WINDOW: Duration = Duration::from_secs(1);
 const MAX_WINDOW: Duration = Duration::from_secs(3600);
 
-/// A retry budget shared by a client, its clones and anyone holding a clone.
+/// A retry budget: a cap on retries across a whole client, not per request. Shared by a
+/// client, its clones and anyone holding a clone of the handle; cloning is cheap and
+/// yields a handle to the *same* budget.
 ///
-/// Cloning is cheap and yields a handle to the *same* budget.
+/// # Why a budget, and not only max attempts
+///
+/// A per-request attempt limit is not enough to protect a struggling server.
+/// With 3 attempts per request, an outage where every attempt fails turns each
+/// request into 3, so the server sees up to 3× its normal load at the moment
+/// it is least able to take it. Layers multiply: a gateway, a service and this
+/// client, each retrying 3 times, send up to 3 × 3 × 3 = 27× the load. A retry
+/// *budget* caps the total instead: retries may be at most `ratio` × the
+/// ordinary requests seen recently. With a 10% budget an outage costs at most
+/// about 1.1× the normal load (plus the small reserve), however many attempts
+/// each request is allowed. This is the design of Finagle's `RetryBudget`
+/// (10 s TTL, a reserve, 20%), gRPC's `retryThrottling`, the AWS SDK retry
+/// quota and tower's `TpsBudget`.
+///
+/// Every intent's first attempt is a [`RetryBudget::deposit`]; every retry must
+/// first be granted by [`RetryBudget::try_withdraw`]. Counts live in a sliding
+/// window of 10 slots of `window / 10` each, so memory is constant whatever the
+/// traffic and old requests fall out one slot at a time. A retry is granted iff
+/// `withdrawals + 1 <= ratio × deposits + reserve` over the window, evaluated in
+/// exact integer arithmetic (ratio in millionths, `u128` products), so the
+/// budget never over-grants, unlike float arithmetic that lets a 60% budget
+/// allow 100% (tower issue 857). The `reserve` is a number of retries per
+/// window granted even with no traffic, so a quiet client can still retry a
+/// single failed request.
+///
+/// # In a policy
+///
+/// Every [`RetryPolicy`](crate::RetryPolicy) carries one budget, shared by all the
+/// intents of every client built from it. Pass a handle to
+/// [`RetryPolicyBuilder::budget`](crate::RetryPolicyBuilder::budget) to share one
+/// between policies, or turn it off with
+/// [`no_budget`](crate::RetryPolicyBuilder::no_budget) (tests, or a layer that is not
+/// the one retrying). When the budget refuses a retry, the intent ends at once with
+/// [`Error::is_budget_exhausted`](crate::Error::is_budget_exhausted), carrying the
+/// last response or failure. A 409 "same key still in progress" is waited out
+/// without charging the budget. The budget is a [`RetryGate`]: your own gates (a
+/// circuit breaker) are asked before it, so it pays only for retries that happen.
+///
+/// # Defaults
+///
+/// [`RetryBudget::new_default`]: ratio 0.1, window 10 s, reserve 10,
+/// one budget for all hosts. 10% keeps the worst case near 1.1×; 10 s is long
+/// enough to smooth bursts yet short enough to recover quickly once the
+/// outage ends; 10 retries per window lets low-traffic clients ride out
+/// transient errors. A budget is shared by a client and all its clones; clone
+/// the handle to share it between clients on purpose. With `per_host(true)`
+/// each host gets its own window (up to 1024 hosts; see
+/// [`RetryBudgetBuilder::per_host`]).
+///
+/// # Examples
+/// ```
+/// use reqwest_resilience::RetryBudget;
+/// use std::time::Duration;
+///
+/// let budget = RetryBudget::builder()
+///     .ratio(0.2)
+///     .window(Duration::from_secs(10))
+///     .reserve(0)
+///     .build()?;
+/// for _ in 0..10 {
+///     budget.deposit("api.example.com");
+/// }
+/// assert!(budget.try_withdraw("api.example.com"));
+/// assert!(budget.try_withdraw("api.example.com"));
+/// assert!(!budget.try_withdraw("api.example.com")); // 20% of 10 requests
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone)]
 pub struct RetryBudget {
     inner: Arc<Inner>,

@@ -5,15 +5,7 @@
 //! attempt, and as many attempts as the policy, the deadline and the shared budget
 //! allow.
 //!
-//! # Retry at one layer only
-//!
-//! Since 0.12.23 reqwest has a small retry layer of its own. A client built by this
-//! crate ([`ResilientClient::new`], [`ResilientClient::with_policy`],
-//! [`ResilientClient::reqwest_builder`]) turns it off with `reqwest::retry::never()`,
-//! so retries never stack. If you pass your own `reqwest::Client` to
-//! [`ResilientClient::from_parts`], build it with `.retry(reqwest::retry::never())`
-//! too, and do not put another retrying layer (a proxy, a middleware, an outer
-//! retry loop) around this one: three layers of three attempts make 27.
+//! Retrying at one layer only is explained on [`ResilientClient`]'s page.
 
 use std::fmt;
 use std::future::Future;
@@ -33,7 +25,11 @@ use crate::options::IntentOptions;
 use crate::policy::RetryPolicy;
 use crate::transport::{Transport, TransportError};
 
-/// The longest connect timeout a client built by this crate gets (see the module docs).
+/// The longest connect timeout a client built by this crate gets: half the attempt
+/// timeout, at most this. Why every client gets one (a connect that never completes
+/// then proves nothing was sent, so it is retried for any method with the outcome
+/// known), and what to do with your own client: [`ResilientClient`]'s
+/// [Connect timeout](ResilientClient#connect-timeout) section.
 pub const MAX_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Half the attempt timeout, at most [`MAX_CONNECT_TIMEOUT`]: below the attempt
@@ -65,6 +61,17 @@ fn connect_timeout_for(attempt_timeout: Option<Duration>) -> Duration {
 /// the time left before a nearly spent deadline — a connect that never completed is
 /// cut off by that timeout instead, cannot be told apart, and counts as "may have
 /// been processed" (outcome unknown for an unkeyed POST).
+///
+/// # Retry at one layer only
+///
+/// Since 0.12.23 reqwest has a small retry layer of its own. A client built by this
+/// crate ([`ResilientClient::new`], [`ResilientClient::with_policy`],
+/// [`ResilientClient::from_builder`], [`ResilientClient::reqwest_builder`]) turns it
+/// off with `reqwest::retry::never()`, so retries never stack. If you pass your own
+/// `reqwest::Client` to [`ResilientClient::from_parts`], build it with
+/// `.retry(reqwest::retry::never())` too, and do not put another retrying layer (a
+/// proxy, a middleware, an outer retry loop) around this one: three layers of three
+/// attempts make 27.
 ///
 /// # Examples
 /// ```no_run

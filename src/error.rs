@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use http::StatusCode;
 
-use crate::attempt_log::{AttemptLog, AttemptOutcome};
+use crate::attempt_log::{AttemptLog, AttemptOutcome, ShortDuration};
 use crate::failure::{self, TransportFailure};
 use crate::gate::GateRefusal;
 use crate::idempotency::{IdempotencyKey, InvalidKey};
@@ -339,6 +339,39 @@ impl Error {
         }
     }
 
+    /// What the last transport failure proves, if the last attempt got no response:
+    /// the same [`TransportFailure`] the attempt log and the `error.type` span field
+    /// show (`Timeout`, `ConnectionLost`, `UntrustedCertificate`…). `None` when the
+    /// last attempt got a response, or when nothing was sent.
+    ///
+    /// # Examples
+    /// ```
+    /// use reqwest_resilience::{Error, TransportFailure};
+    ///
+    /// fn advice(error: &Error) -> &'static str {
+    ///     match error.transport_failure() {
+    ///         Some(failure) if failure.is_certificate() => "fix the server's certificate or trust its root",
+    ///         Some(TransportFailure::Dns) => "check the host name",
+    ///         Some(failure) if failure.may_have_reached_server() => "reconcile before resending",
+    ///         _ => "see the message",
+    ///     }
+    /// }
+    /// ```
+    pub fn transport_failure(&self) -> Option<TransportFailure> {
+        let logged = match self.inner.log.last().map(|attempt| *attempt.outcome()) {
+            Some(AttemptOutcome::Failed(failure)) => Some(failure),
+            _ => None,
+        };
+        match &self.inner.last {
+            // The loop sorted it when it logged the attempt; sort it here only for an
+            // error from before any attempt (a request that could not be built).
+            LastResult::Transport(error) => logged.or_else(|| Some(TransportFailure::of(error))),
+            // Another middleware's error, as the attempt log recorded it.
+            LastResult::Other(_) => logged,
+            _ => None,
+        }
+    }
+
     /// Why a caller-supplied key was refused, for [`GiveUpReason::InvalidRequest`].
     pub fn key_error(&self) -> Option<&InvalidKey> {
         match &self.inner.last {
@@ -372,6 +405,20 @@ impl GiveUpContext {
     }
 }
 
+/// One line a person can act on: why the intent gave up, why the last failure was
+/// not retried, what it was (the host and a remedy for a certificate), and whether the
+/// outcome is unknown. Never the URL's credentials, the whole key or a body.
+///
+/// Every duration is written in one format — `300ms`, `2.002s`, `120s` (Rust's
+/// `Duration` notation, rounded to the millisecond) — the notation
+/// `RetryPolicyConfig` reads, so a figure can be pasted into a configuration.
+///
+/// ```text
+/// gave up after 3 attempts; last: timeout after 300ms; outcome unknown
+/// deadline exceeded (no time left for another attempt) after 2 attempts in 1.201s; last: timeout after 500ms; outcome unknown
+/// not retried after 1 attempt: the request had no idempotency key and may have reached the server, […]; last: timeout after 300ms; outcome unknown
+/// not retried after 1 attempt: a retry would fail the same way; last: host api.example.com: TLS certificate not trusted (unknown issuer) (…); if the server uses a private CA […]
+/// ```
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let inner = &self.inner;
@@ -383,18 +430,18 @@ impl fmt::Display for Error {
             GiveUpReason::AttemptsExhausted => write!(f, "gave up after {attempts}")?,
             GiveUpReason::DeadlineExceeded => write!(
                 f,
-                "deadline exceeded (no time left for another attempt) after {attempts} in {:?}",
-                inner.elapsed
+                "deadline exceeded (no time left for another attempt) after {attempts} in {}",
+                ShortDuration(inner.elapsed)
             )?,
             GiveUpReason::RetryAfterBeyondCeiling => write!(
                 f,
-                "server asked to retry after {:?}, beyond the Retry-After ceiling",
-                inner.retry_after.unwrap_or_default()
+                "server asked to retry after {}, beyond the Retry-After ceiling",
+                ShortDuration(inner.retry_after.unwrap_or_default())
             )?,
             GiveUpReason::RetryAfterBeyondDeadline => write!(
                 f,
-                "server asked to retry after {:?}, beyond the deadline",
-                inner.retry_after.unwrap_or_default()
+                "server asked to retry after {}, beyond the deadline",
+                ShortDuration(inner.retry_after.unwrap_or_default())
             )?,
             GiveUpReason::BudgetExhausted => write!(f, "retry budget exhausted after {attempts}")?,
             GiveUpReason::GateRefused => match (&inner.refusal, self.attempts()) {
@@ -406,11 +453,14 @@ impl fmt::Display for Error {
             },
             GiveUpReason::BodyNotReplayable => write!(
                 f,
-                "attempt failed and the streamed body cannot be sent again"
+                "not retried after {attempts}: the body is a stream, already sent once, and \
+                 cannot be sent again (build it with .body_fn(..) to make it replayable)"
             )?,
-            GiveUpReason::NotRetryable => {
-                write!(f, "failed after {attempts} and is not retryable")?
-            }
+            GiveUpReason::NotRetryable => write!(
+                f,
+                "not retried after {attempts}: {}",
+                self.why_not_retried()
+            )?,
             GiveUpReason::InvalidRequest => match &inner.last {
                 LastResult::InvalidKey(key_error) => write!(f, "invalid request: {key_error}")?,
                 LastResult::ZeroDeadline => {
@@ -448,6 +498,41 @@ impl fmt::Display for Error {
 }
 
 impl Error {
+    /// Why the last failure of a [`GiveUpReason::NotRetryable`] intent was not
+    /// retried, from what the error carries: the failure's kind and whether the
+    /// intent had a key.
+    ///
+    /// Without the method the error cannot tell "a POST without a key" from "a GET
+    /// your classifier stopped"; the first is by far the common case, and the text
+    /// states the rule rather than guessing the method.
+    fn why_not_retried(&self) -> &'static str {
+        let keyed = self.idempotency_key().is_some();
+        match self.transport_failure() {
+            Some(TransportFailure::Other) if matches!(self.inner.last, LastResult::Other(_)) => {
+                "another middleware in the chain failed"
+            }
+            // A certificate, a TLS version, a bad URL: known before anything was sent,
+            // and known to repeat.
+            Some(failure) if failure.proves_not_sent() && !failure.is_transient() => {
+                "a retry would fail the same way"
+            }
+            Some(TransportFailure::Body | TransportFailure::Redirect) => {
+                "the failure is the caller's (the body stream or the redirect policy), not \
+                 the network's"
+            }
+            Some(failure) if !failure.is_transient() => {
+                "the failure is of a kind not known to be safe to retry"
+            }
+            Some(failure) if failure.may_have_reached_server() && !keyed => {
+                "the request had no idempotency key and may have reached the server, so it \
+                 is resent only if its method is idempotent (GET, HEAD, PUT, DELETE, OPTIONS, \
+                 TRACE); send a POST or PATCH with a key (the default) to make it retryable"
+            }
+            Some(_) => "the policy's classifier said not to",
+            None => "the failure is not transient",
+        }
+    }
+
     /// `; last: …` for an intent whose last attempt got no response: what failed, in
     /// words a person can act on (never the URL, the key or credentials).
     fn write_last_failure(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -460,18 +545,20 @@ impl Error {
                 .inner
                 .log
                 .last()
-                .map_or(0, |a| a.duration().as_millis());
-            return write!(f, "; last: timeout after {after} ms");
+                .map_or(Duration::ZERO, |a| a.duration());
+            return write!(f, "; last: timeout after {}", ShortDuration(after));
         }
         let host = self
             .transport_error()
             .and_then(reqwest::Error::url)
             .and_then(|url| url.host_str());
+        // A certificate belongs to a host: the message names it, and the remedy.
         write!(f, "; last: {}", failure.explain(host))?;
         match self.transport_error().and_then(failure::detail) {
-            Some(detail) if detail != failure.describe() => write!(f, " ({detail})"),
-            _ => Ok(()),
+            Some(detail) if detail != failure.describe() => write!(f, " ({detail})")?,
+            _ => {}
         }
+        Ok(())
     }
 }
 

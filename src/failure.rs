@@ -228,8 +228,10 @@ kinds! {
             "TLS certificate not trusted (unknown issuer)",
         )
         .message(
-            "the certificate of {host} is not signed by a trusted root; add your CA with \
-             `ClientBuilder::add_root_certificate`",
+            "the certificate of {host} is not signed by a trusted root; if the server uses \
+             a private CA or a self-signed certificate, trust its root: \
+             reqwest_resilience::reqwest::Certificate::from_pem, \
+             ClientBuilder::tls_certs_merge, then ResilientClient::from_builder",
         )
         .certificate(),
         /// The server's certificate has expired or is not valid yet.
@@ -239,8 +241,8 @@ kinds! {
             "TLS certificate expired or not yet valid",
         )
         .message(
-            "the certificate of {host} has expired or is not yet valid; the server must \
-             renew it (or this machine's clock is wrong)",
+            "the certificate of {host} has expired or is not yet valid; the server's \
+             certificate must be renewed, or this machine's clock is wrong",
         )
         .certificate(),
         /// The server's certificate is for another host name.
@@ -250,8 +252,8 @@ kinds! {
             "TLS certificate is for another host name",
         )
         .message(
-            "the certificate of {host} is for another host name; use a name the \
-             certificate lists in the URL",
+            "the certificate of {host} is for another host name; use a host name the \
+             certificate lists (its subjectAltName), or reissue the certificate for this host",
         )
         .certificate(),
         /// The server's certificate is otherwise invalid (revoked, bad signature, wrong
@@ -263,7 +265,8 @@ kinds! {
         )
         .message(
             "the certificate of {host} is invalid (revoked, badly signed or not for a \
-             server); the server's certificate must be replaced",
+             server); check the chain the server sends \
+             (openssl s_client -connect host:443 -showcerts)",
         )
         .certificate(),
         /// The TLS handshake failed for a reason that will repeat: no common protocol

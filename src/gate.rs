@@ -48,7 +48,7 @@ use crate::attempt_log::AttemptOutcome;
 ///         if self.failures_in_a_row.load(Ordering::Relaxed) < 5 {
 ///             Ok(())
 ///         } else {
-///             Err(GateRefusal::new(self.name()))
+///             Err(GateRefusal::new("five_in_a_row"))
 ///         }
 ///     }
 ///

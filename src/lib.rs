@@ -77,22 +77,33 @@
 //! and the budget window as real ones would. The `testing`
 //! feature adds ready-made wiremock responders and assertions (`testing` module).
 //!
+//! # Install
+//! ```sh
+//! cargo add reqwest-resilience                      # HTTPS (rustls) and HTTP/2 included
+//! cargo add reqwest-resilience --features json      # .json(&body), as in reqwest
+//! cargo add reqwest-resilience-journal              # durable intents (SQLite by default)
+//! ```
+//! This crate re-exports the [`reqwest`] it is built on: `reqwest_resilience::reqwest::Certificate`
+//! trusts a private CA without a second, version-matched `reqwest` dependency.
+//!
 //! # Features
 //! On by default, mirroring reqwest 0.13's defaults so that HTTPS works out of the box:
-//! * `default-tls` — TLS through **rustls with the aws-lc-rs provider** (reqwest's
-//!   `default-tls`);
-//! * `charset`, `http2`, `system-proxy` — reqwest's features of the same name.
+//! `default-tls` (TLS through **rustls with the aws-lc-rs provider**, reqwest's
+//! `default-tls`), `charset`, `http2`, `system-proxy` (reqwest's features of the same
+//! name). Off by default — in these docs each gated item is marked with the feature it
+//! needs:
 //!
-//! Off by default:
-//! * `native-tls` — the platform's TLS (OpenSSL on Linux) instead: turn default
-//!   features off and enable `native-tls` (plus `charset`, `http2`, `system-proxy` if
-//!   wanted). With both backends compiled in, reqwest picks native-tls unless the
-//!   client builder calls `.tls_backend_rustls()`;
-//! * `rustls-no-provider` — rustls without a crypto provider (bring your own);
-//! * `json`, `query`, `form` — `RequestBuilder::json` and friends, as in reqwest;
-//! * `middleware` — `ResilienceMiddleware` for `reqwest_middleware` chains;
-//! * `serde` — `RetryPolicyConfig`: policies from TOML/JSON/env files;
-//! * `testing` — the wiremock kit.
+//! | you want | feature |
+//! |---|---|
+//! | [`RequestBuilder::json`] / `query` / `form` (without it: error E0599, no method `json`) | `json`, `query`, `form` |
+//! | [`ResilienceMiddleware`] in a `reqwest_middleware` chain | `middleware` |
+//! | [`RetryPolicyConfig`]: a policy from TOML/JSON, environment variables laid over it, durations like `"250ms"` | `serde` |
+//! | the `testing` module: wiremock responders and assertions for your tests | `testing` |
+//! | the platform's TLS (OpenSSL on Linux) instead of rustls | `native-tls` (with `default-features = false`) |
+//! | rustls with a crypto provider you install yourself | `rustls-no-provider` |
+//!
+//! With both TLS backends compiled in, reqwest picks native-tls unless the client
+//! builder calls `.tls_backend_rustls()`.
 //!
 //! Bringing your own reqwest? Use `default-features = false` and enable the TLS
 //! backend on your `reqwest` dependency, but keep this crate's `rustls-no-provider`
@@ -100,10 +111,57 @@
 //! refusals cannot be recognised (see [`TransportFailure`]) and are retried like
 //! connect failures. Without any TLS backend an `https` URL fails at once with
 //! [`TransportFailure::NoTlsBackend`].
+//!
+//! # Where to read more
+//! * Every default and its reason: [`RetryPolicy`]'s Defaults table.
+//! * The connect timeout every client gets, and why: [`ResilientClient`]'s
+//!   "Connect timeout" section.
+//! * What a transport failure proves, and what is retried: [`TransportFailure`].
+//! * Why a budget, its arithmetic and defaults: [`RetryBudget`].
+//! * Why an intent gave up, and what to do next: [`Error`]; what happened on each
+//!   attempt: [`AttemptLog`] (its `Display` prints one line per attempt).
+//! * `reqwest_middleware` placement and errors: [`ResilienceMiddleware`].
+//!
+//! # Tracing
+//! Each intent is an `intent` span (INFO, `otel.kind = "internal"`) around one
+//! `attempt` span per delivery (INFO, `otel.kind = "client"`, `otel.name` the
+//! method): OpenTelemetry wants the per-attempt span to be the HTTP client span. Field
+//! names follow the OpenTelemetry HTTP client conventions where they exist:
+//!
+//! | span | field | value |
+//! |---|---|---|
+//! | both | `http.request.method` | `POST` |
+//! | both | `url.full` | the URL without user name and password; the values of `AWSAccessKeyId`, `Signature`, `sig`, `X-Goog-Signature` and of [`RetryPolicyBuilder::redact_query_params`] shown as `REDACTED` |
+//! | `intent` | `idempotency_key` | a short prefix only (at most 8 characters, then `…`); never the whole key |
+//! | `intent` | `attempts`, `outcome` | attempts made; `response`, or the [`GiveUpReason`] label (`deadline_exceeded`…) |
+//! | `attempt` | `server.address`, `server.port` | host and port |
+//! | `attempt` | `http.request.resend_count` | absent on the first attempt, 1 on the first retry |
+//! | `attempt` | `http.response.status_code` | the status, when a response arrived |
+//! | `attempt` | `error.type` | the status for 4xx/5xx, or the [`TransportFailure::as_str`] label (`timeout`, `connection_lost`…) |
+//! | `attempt` | `request_id` | this attempt's request id |
+//!
+//! Events: `transient failure; retrying` (INFO, with `attempt`, `delay_ms`, `reason`),
+//! `retry budget exhausted; not retrying` and `intent gave up` (WARN, with `reason`,
+//! `attempts`, `outcome_unknown`). Bodies, cookies and headers (authorization
+//! included) are never recorded. Fields are computed only when a subscriber wants the
+//! span. `cargo run --example tracing` prints them.
+//!
 
+// Links to feature-gated items resolve when the feature is on (docs.rs builds with all
+// of them); without it they point at the Features table instead of breaking the build.
+#![cfg_attr(not(feature = "json"), doc = "[`RequestBuilder::json`]: #features")]
+#![cfg_attr(
+    not(feature = "middleware"),
+    doc = "[`ResilienceMiddleware`]: #features"
+)]
+#![cfg_attr(not(feature = "serde"), doc = "[`RetryPolicyConfig`]: #features")]
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations, rust_2018_idioms, unreachable_pub)]
 #![forbid(unsafe_code)]
+// docs.rs (and .ci/run) build with `--cfg docsrs`: every item behind a feature gets a
+// badge naming it. Since Rust 1.92 `doc_cfg` also badges `#[cfg]` items on its own
+// (the former `doc_auto_cfg`).
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod attempt_log;
 mod backoff;
@@ -165,6 +223,12 @@ pub use sleeper::{RecordingSleeper, Sleep, Sleeper, TokioSleeper};
 pub use config::{ConfigError, RetryPolicyConfig};
 #[cfg(feature = "middleware")]
 pub use middleware::ResilienceMiddleware;
+
+/// The `reqwest` this crate is built on (0.13), with the features this crate turned on:
+/// build a [`reqwest::Certificate`], a [`reqwest::ClientBuilder`] for
+/// [`ResilientClient::from_builder`], or match a [`reqwest::StatusCode`] without adding a
+/// second, version-matched `reqwest` dependency.
+pub use reqwest;
 
 /// The README's examples, compiled as doc tests.
 #[cfg(all(doctest, feature = "json", feature = "testing"))]

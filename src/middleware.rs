@@ -1,51 +1,6 @@
 //! The same intent semantics for `reqwest_middleware::ClientWithMiddleware` users
-//! (feature `middleware`).
-//!
-//! [`ResilienceMiddleware`] runs the whole intent — key per intent, request id per
-//! attempt, classification, jitter, Retry-After, deadline, budget — around the rest
-//! of the chain.
-//!
-//! # Where to put it in the chain
-//!
-//! Put it **first** (outermost) among middleware that should run once per intent
-//! (logging of the intent, auth token refresh that must not be retried), and
-//! **before** middleware that should run once per attempt (per-attempt tracing,
-//! request signing with a timestamp, metrics per delivery): everything added after it
-//! runs on every attempt and sees each attempt's own `X-Request-Id`. Do not combine it
-//! with `reqwest_retry::RetryTransientMiddleware`: retries would stack. Two
-//! `ResilienceMiddleware`s in one chain do not stack either: the inner one sees that
-//! it runs inside an intent and passes the request through.
-//!
-//! A give-up is returned as `reqwest_middleware::Error::Middleware` wrapping this
-//! crate's [`crate::Error`]; downcast it to read the reason, the key and whether the
-//! outcome is unknown.
-//!
-//! # Examples
-//! ```no_run
-//! use reqwest_middleware::ClientBuilder;
-//! use reqwest_resilience::{IntentOptions, ResilienceMiddleware, ResilientClient, RetryPolicy};
-//!
-//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let client = ClientBuilder::new(ResilientClient::reqwest_builder().build()?)
-//!     .with(ResilienceMiddleware::new(RetryPolicy::default()))
-//!     .build();
-//! let response = client
-//!     .post("http://127.0.0.1:8080/payments")
-//!     .with_extension(IntentOptions::new().idempotency_key("order-1842"))
-//!     .body(r#"{"amount":500}"#)
-//!     .send()
-//!     .await;
-//! match response {
-//!     Ok(response) => println!("{}", response.status()),
-//!     Err(reqwest_middleware::Error::Middleware(error)) => {
-//!         if let Some(error) = error.downcast_ref::<reqwest_resilience::Error>() {
-//!             println!("gave up: {error}; outcome unknown: {}", error.is_outcome_unknown());
-//!         }
-//!     }
-//!     Err(error) => println!("{error}"),
-//! }
-//! # Ok(()) }
-//! ```
+//! (feature `middleware`). Placement in the chain and how errors come back are
+//! explained on the public [`ResilienceMiddleware`] page.
 
 use std::future::Future;
 
@@ -57,7 +12,82 @@ use crate::options::IntentOptions;
 use crate::policy::RetryPolicy;
 use crate::transport::{Transport, TransportError};
 
-/// Runs each request through the chain as one intent under a [`RetryPolicy`].
+/// Runs each request through a `reqwest_middleware` chain as one intent under a
+/// [`RetryPolicy`]: key per intent, request id per attempt, classification, jitter,
+/// Retry-After, deadline and budget, around the rest of the chain. Per-request
+/// settings (your own key, a deadline, an observer) travel as an
+/// [`IntentOptions`] extension (`.with_extension(IntentOptions::new()…)`).
+///
+/// # Where to put it in the chain
+///
+/// Put it **first** (outermost) among middleware that should run once per intent
+/// (logging of the intent, auth token refresh that must not be retried), and
+/// **before** middleware that should run once per attempt (per-attempt tracing,
+/// request signing with a timestamp, metrics per delivery): everything added after it
+/// runs on every attempt and sees each attempt's own `X-Request-Id`. Do not combine it
+/// with `reqwest_retry::RetryTransientMiddleware`: retries would stack. Two
+/// `ResilienceMiddleware`s in one chain do not stack either: the inner one sees that
+/// it runs inside an intent and passes the request through.
+///
+/// # Errors
+///
+/// Every intent that ends without a final response — including one whose last attempt
+/// failed in the transport, and a refused [`IntentOptions`] key — comes back as
+/// `reqwest_middleware::Error::Middleware` wrapping this crate's [`Error`](crate::Error),
+/// never as `reqwest_middleware::Error::Reqwest` (that variant can only come from a
+/// middleware placed *before* this one). Downcast it to read why the intent gave up,
+/// the key, the attempt log, whether the outcome is unknown, and the transport failure
+/// ([`Error::transport_failure`](crate::Error::transport_failure)):
+///
+/// ```no_run
+/// # fn handle(error: reqwest_middleware::Error) {
+/// match &error {
+///     reqwest_middleware::Error::Middleware(inner) => {
+///         match inner.downcast_ref::<reqwest_resilience::Error>() {
+///             Some(gave_up) if gave_up.is_outcome_unknown() => {
+///                 // Reconcile, or retry later with the same key.
+///                 let key = gave_up.idempotency_key();
+///                 eprintln!("outcome unknown: {gave_up}; key {key:?}");
+///             }
+///             Some(gave_up) => eprintln!("not done: {gave_up}"),
+///             None => eprintln!("another middleware failed: {inner}"),
+///         }
+///     }
+///     reqwest_middleware::Error::Reqwest(transport) => eprintln!("before the intent: {transport}"),
+/// }
+/// # }
+/// ```
+///
+/// A final response — a success, or a status that is not retried — is `Ok`, as with
+/// reqwest; its [`AttemptLog`](crate::AttemptLog) is in its extensions
+/// ([`ResponseExt::attempt_log`](crate::ResponseExt::attempt_log)).
+///
+/// # Examples
+/// ```no_run
+/// use reqwest_middleware::ClientBuilder;
+/// use reqwest_resilience::{IntentOptions, ResilienceMiddleware, ResilientClient, RetryPolicy};
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = ClientBuilder::new(ResilientClient::reqwest_builder().build()?)
+///     .with(ResilienceMiddleware::new(RetryPolicy::default()))
+///     .build();
+/// let response = client
+///     .post("http://127.0.0.1:8080/payments")
+///     .with_extension(IntentOptions::new().idempotency_key("order-1842"))
+///     .body(r#"{"amount":500}"#)
+///     .send()
+///     .await;
+/// match response {
+///     Ok(response) => println!("{}", response.status()),
+///     Err(reqwest_middleware::Error::Middleware(error)) => {
+///         if let Some(error) = error.downcast_ref::<reqwest_resilience::Error>() {
+///             println!("gave up: {error}; outcome unknown: {}", error.is_outcome_unknown());
+///         }
+///     }
+///     Err(error) => println!("{error}"),
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct ResilienceMiddleware {
     policy: RetryPolicy,

@@ -1,15 +1,14 @@
 //! Tracing spans with OpenTelemetry HTTP client attribute names.
 //!
-//! OpenTelemetry wants the per-attempt span to be the HTTP client span
-//! (`otel.kind = "client"`, named after the method) and anything around the attempts
-//! to be an internal span, so the intent span is `otel.kind = "internal"`. The key is
-//! logged only as a short prefix; URLs lose their user-info and the values of
-//! signature-like query parameters (below); bodies and headers are never recorded.
-//! Fields are evaluated only when a subscriber wants the span.
+//! What users see — the two spans, every field, the events, what is redacted — is
+//! documented once, in the crate docs' "Tracing" section (`src/lib.rs`); keep that
+//! table in step with the fields declared here.
 //!
-//! `url.full`: the OpenTelemetry HTTP conventions ask for the values of
-//! `AWSAccessKeyId`, `Signature`, `sig` and `X-Goog-Signature` to be replaced by
-//! `REDACTED` by default; the policy can name more
+//! OpenTelemetry wants the per-attempt span to be the HTTP client span and anything
+//! around the attempts to be an internal span. Fields are evaluated only when a
+//! subscriber wants the span. `url.full`: the OpenTelemetry HTTP conventions ask for
+//! the values of `AWSAccessKeyId`, `Signature`, `sig` and `X-Goog-Signature` to be
+//! replaced by `REDACTED` by default; the policy can name more
 //! ([`crate::RetryPolicyBuilder::redact_query_params`]).
 
 use std::fmt;

@@ -381,7 +381,7 @@ fn invalid_policies_name_the_setting() {
     assert_eq!(
         error,
         ConfigError::Policy {
-            field: Some("max_attempts"),
+            field: Some("max_attempts".to_owned()),
             source: BuildError::MaxAttempts(0),
         }
     );
@@ -472,31 +472,31 @@ fn an_unlimited_budget() {
 #[test]
 fn environment_variables_configure_every_setting() {
     let config = RetryPolicyConfig::from_env_vars(
-        "RETRY",
+        RetryPolicyConfig::DEFAULT_ENV_PREFIX,
         vars(&[
-            ("RETRY_MAX_ATTEMPTS", "4"),
-            ("RETRY_BACKOFF_STRATEGY", "decorrelated_jitter"),
-            ("RETRY_BACKOFF_BASE", "50ms"),
-            ("RETRY_BACKOFF_CAP", "1s"),
-            ("RETRY_DEADLINE", "5s"),
-            ("RETRY_ATTEMPT_TIMEOUT", "1.5s"),
-            ("RETRY_RETRY_AFTER_CEILING", "20s"),
-            ("RETRY_TRANSIENT_STATUSES", "429, 500,503"),
-            ("RETRY_RETRY_CONFLICT_WHEN_KEYED", "false"),
-            ("RETRY_CONFLICT_DELAY", "2s"),
-            ("RETRY_KEY_ATTACHMENT", "always"),
-            ("RETRY_KEY_FORMAT", "sf_string"),
-            ("RETRY_KEY_HEADER", "X-Idempotency-Key"),
-            ("RETRY_REQUEST_ID_HEADER", "X-Correlation-Id"),
-            ("RETRY_SERVER_HINT_HEADER", "Stripe-Should-Retry"),
-            ("RETRY_REDACT_QUERY_PARAMS", "api_key, token"),
-            ("RETRY_BUDGET_RATIO", "0.2"),
-            ("RETRY_BUDGET_WINDOW", "30s"),
-            ("RETRY_BUDGET_RESERVE", "5"),
-            ("RETRY_BUDGET_PER_HOST", "true"),
-            ("RETRY_RNG_SEED", "7"),
+            ("RESILIENCE_MAX_ATTEMPTS", "4"),
+            ("RESILIENCE_BACKOFF_STRATEGY", "decorrelated_jitter"),
+            ("RESILIENCE_BACKOFF_BASE", "50ms"),
+            ("RESILIENCE_BACKOFF_CAP", "1s"),
+            ("RESILIENCE_DEADLINE", "5s"),
+            ("RESILIENCE_ATTEMPT_TIMEOUT", "1.5s"),
+            ("RESILIENCE_RETRY_AFTER_CEILING", "20s"),
+            ("RESILIENCE_TRANSIENT_STATUSES", "429, 500,503"),
+            ("RESILIENCE_RETRY_CONFLICT_WHEN_KEYED", "false"),
+            ("RESILIENCE_CONFLICT_DELAY", "2s"),
+            ("RESILIENCE_KEY_ATTACHMENT", "always"),
+            ("RESILIENCE_KEY_FORMAT", "sf_string"),
+            ("RESILIENCE_KEY_HEADER", "X-Idempotency-Key"),
+            ("RESILIENCE_REQUEST_ID_HEADER", "X-Correlation-Id"),
+            ("RESILIENCE_SERVER_HINT_HEADER", "Stripe-Should-Retry"),
+            ("RESILIENCE_REDACT_QUERY_PARAMS", "api_key, token"),
+            ("RESILIENCE_BUDGET_RATIO", "0.2"),
+            ("RESILIENCE_BUDGET_WINDOW", "30s"),
+            ("RESILIENCE_BUDGET_RESERVE", "5"),
+            ("RESILIENCE_BUDGET_PER_HOST", "true"),
+            ("RESILIENCE_RNG_SEED", "7"),
             ("PATH", "/usr/bin"),
-            ("RETRYING", "unrelated"),
+            ("RESILIENCEX_MAX_ATTEMPTS", "9"),
         ]),
     )
     .unwrap();
@@ -557,10 +557,222 @@ fn environment_errors_name_the_variable() {
         "{error}"
     );
 
-    // Policy errors after loading name the setting.
+    // Range errors found only when the policy is built still name the variable.
     let config =
         RetryPolicyConfig::from_env_vars("RETRY", vars(&[("RETRY_MAX_ATTEMPTS", "0")])).unwrap();
-    assert_names(&config.build().unwrap_err(), "max_attempts");
+    assert_names(&config.build().unwrap_err(), "RETRY_MAX_ATTEMPTS");
+}
+
+/// The TOML key → variable rule, applied mechanically: `{PREFIX}_` + the key in upper
+/// case, a table's key joined with `_`. Every setting, one at a time, read both ways,
+/// must give the same configuration; with the documented prefix no name doubles.
+#[test]
+fn every_variable_is_its_toml_key_in_upper_case_under_the_prefix() {
+    // (TOML key, TOML value, the same value as an environment variable holds it)
+    let settings = [
+        ("max_attempts", "4", "4"),
+        ("deadline", r#""5s""#, "5s"),
+        ("attempt_timeout", r#""none""#, "none"),
+        ("retry_after_ceiling", r#""20s""#, "20s"),
+        ("transient_statuses", "[429, 503]", "429,503"),
+        ("retry_conflict_when_keyed", "false", "false"),
+        ("conflict_delay", r#""2s""#, "2s"),
+        ("key_attachment", r#""always""#, "always"),
+        ("key_format", r#""sf_string""#, "sf_string"),
+        ("key_header", r#""X-Idempotency-Key""#, "X-Idempotency-Key"),
+        (
+            "request_id_header",
+            r#""X-Correlation-Id""#,
+            "X-Correlation-Id",
+        ),
+        (
+            "server_hint_header",
+            r#""Stripe-Should-Retry""#,
+            "Stripe-Should-Retry",
+        ),
+        (
+            "redact_query_params",
+            r#"["api_key", "token"]"#,
+            "api_key,token",
+        ),
+        ("rng_seed", "7", "7"),
+        ("backoff.strategy", r#""constant""#, "constant"),
+        ("backoff.base", r#""50ms""#, "50ms"),
+        ("backoff.cap", r#""1s""#, "1s"),
+        ("backoff.delay", r#""250ms""#, "250ms"),
+        ("budget", r#""unlimited""#, "unlimited"),
+        ("budget.ratio", "0.2", "0.2"),
+        ("budget.window", r#""30s""#, "30s"),
+        ("budget.reserve", "5", "5"),
+        ("budget.per_host", "true", "true"),
+    ];
+    let prefix = RetryPolicyConfig::DEFAULT_ENV_PREFIX;
+    for (key, toml_value, env_value) in settings {
+        let toml_text = match key.split_once('.') {
+            Some((table, key)) => format!("[{table}]\n{key} = {toml_value}"),
+            None => format!("{key} = {toml_value}"),
+        };
+        let variable = format!("{prefix}_{}", key.to_uppercase().replace('.', "_"));
+        assert!(!variable.contains("RETRY_RETRY"), "{variable} doubles");
+        let from_env = RetryPolicyConfig::from_env_vars(prefix, vars(&[(&variable, env_value)]))
+            .unwrap_or_else(|error| panic!("{variable}: {error}"));
+        assert_eq!(from_env, toml_config(&toml_text), "{variable} is not {key}");
+    }
+    // Every variable the loader knows is in the table above.
+    assert_eq!(settings.len(), 23);
+}
+
+/// The policy errors `invalid_policies_name_the_setting` finds in a file, written as
+/// environment variables: each names the variable that set the value, not the TOML path.
+#[test]
+fn invalid_policies_from_the_environment_name_the_variable() {
+    let cases: [(&[(&str, &str)], &str); 13] = [
+        (&[("APP_MAX_ATTEMPTS", "99")], "APP_MAX_ATTEMPTS"),
+        (
+            &[("APP_BACKOFF_BASE", "3s"), ("APP_BACKOFF_CAP", "2s")],
+            "APP_BACKOFF_BASE",
+        ),
+        (&[("APP_BACKOFF_BASE", "5s")], "APP_BACKOFF_BASE"),
+        (&[("APP_BACKOFF_CAP", "2h")], "APP_BACKOFF_CAP"),
+        (
+            &[
+                ("APP_BACKOFF_STRATEGY", "constant"),
+                ("APP_BACKOFF_DELAY", "2h"),
+            ],
+            "APP_BACKOFF_DELAY",
+        ),
+        (&[("APP_BACKOFF_DELAY", "1s")], "APP_BACKOFF_DELAY"),
+        (
+            &[("APP_DEADLINE", "1s"), ("APP_ATTEMPT_TIMEOUT", "2s")],
+            "APP_ATTEMPT_TIMEOUT",
+        ),
+        (
+            &[("APP_RETRY_AFTER_CEILING", "2h")],
+            "APP_RETRY_AFTER_CEILING",
+        ),
+        (&[("APP_CONFLICT_DELAY", "2h")], "APP_CONFLICT_DELAY"),
+        (&[("APP_KEY_HEADER", "bad header")], "APP_KEY_HEADER"),
+        (
+            &[("APP_REQUEST_ID_HEADER", "Idempotency-Key")],
+            "APP_REQUEST_ID_HEADER",
+        ),
+        (&[("APP_BUDGET_RATIO", "5")], "APP_BUDGET_RATIO"),
+        (&[("APP_BUDGET_WINDOW", "2h")], "APP_BUDGET_WINDOW"),
+    ];
+    for (pairs, variable) in cases {
+        let config = RetryPolicyConfig::from_env_vars("APP", vars(pairs))
+            .unwrap_or_else(|error| panic!("{pairs:?} reads: {error}"));
+        let error = config.build().expect_err(variable);
+        assert_names(&error, variable);
+        assert!(error.to_string().starts_with(variable), "{error}");
+    }
+}
+
+#[test]
+fn one_call_layers_a_file_under_environment_overrides() {
+    let file = toml_config(FULL_TOML);
+    let layered = file
+        .clone()
+        .overridden_by_env_vars(
+            "PAYMENTS_HTTP",
+            vars(&[
+                ("PAYMENTS_HTTP_MAX_ATTEMPTS", "2"),
+                ("PAYMENTS_HTTP_BACKOFF_BASE", "20ms"),
+                ("PAYMENTS_HTTP_BUDGET_RATIO", "0.5"),
+                ("UNRELATED", "x"),
+            ]),
+        )
+        .unwrap();
+    let policy = layered.build().unwrap();
+    // From the environment:
+    assert_eq!(policy.max_attempts(), 2);
+    assert_eq!(policy.budget().ratio(), 0.5);
+    // The file's strategy and cap, with the environment's base:
+    assert_eq!(policy.backoff(), Backoff::decorrelated_jitter(20 * MS, S));
+    // Everything else from the file:
+    assert_eq!(policy.deadline(), Some(5 * S));
+    assert_eq!(policy.attempt_timeout(), Some(1500 * MS));
+    assert_eq!(policy.conflict_delay(), 2 * S);
+    // Nothing set: the file as it was.
+    assert_eq!(
+        file.clone()
+            .overridden_by_env_vars("PAYMENTS_HTTP", Vec::new())
+            .unwrap(),
+        file
+    );
+
+    // A strategy from the environment replaces the file's whole backoff table.
+    let constant = file
+        .clone()
+        .overridden_by_env_vars(
+            "P",
+            vars(&[
+                ("P_BACKOFF_STRATEGY", "constant"),
+                ("P_BACKOFF_DELAY", "300ms"),
+            ]),
+        )
+        .unwrap();
+    assert_eq!(
+        constant.build().unwrap().backoff(),
+        Backoff::constant(300 * MS)
+    );
+    // "unlimited" replaces the file's budget table; a budget key over "unlimited"
+    // starts from the default budget.
+    let unlimited = file
+        .clone()
+        .overridden_by_env_vars("P", vars(&[("P_BUDGET", "unlimited")]))
+        .unwrap();
+    assert_eq!(
+        unlimited
+            .build()
+            .unwrap()
+            .budget()
+            .available_at("h", Instant::now()),
+        u64::MAX
+    );
+    let limited = toml_config("budget = \"unlimited\"")
+        .overridden_by_env_vars("P", vars(&[("P_BUDGET_RATIO", "0.3")]))
+        .unwrap();
+    assert_eq!(limited.build().unwrap().budget().ratio(), 0.3);
+
+    // Errors name the variable for what the environment set, the path for the file's.
+    let error = file
+        .clone()
+        .overridden_by_env_vars("P", vars(&[("P_DEADLINE", "1s")]))
+        .unwrap()
+        .build()
+        .unwrap_err();
+    assert_names(&error, "attempt_timeout"); // 1.5 s from the file > 1 s from P_DEADLINE
+    let error = file
+        .overridden_by_env_vars("P", vars(&[("P_ATTEMPT_TIMEOUT", "9s")]))
+        .unwrap()
+        .build()
+        .unwrap_err();
+    assert_names(&error, "P_ATTEMPT_TIMEOUT");
+    // A bad variable is refused while reading, before any layering.
+    let error = toml_config(FULL_TOML)
+        .overridden_by_env_vars("P", vars(&[("P_MAX_ATTEMPTS", "lots")]))
+        .unwrap_err();
+    assert_names(&error, "P_MAX_ATTEMPTS");
+}
+
+/// Every duration the crate prints (give-up messages, the attempt log) is written in
+/// the notation configuration reads, so it can be pasted back.
+#[test]
+fn durations_as_messages_print_them_are_valid_settings() {
+    for (printed, expected) in [
+        ("2.002s", Duration::from_millis(2002)),
+        ("300ms", 300 * MS),
+        ("120s", 120 * S),
+        ("250µs", Duration::from_micros(250)),
+        ("0ms", Duration::ZERO),
+    ] {
+        let config = toml_config(&format!("conflict_delay = \"{printed}\""));
+        let policy = config
+            .build()
+            .unwrap_or_else(|error| panic!("{printed}: {error}"));
+        assert_eq!(policy.conflict_delay(), expected, "{printed}");
+    }
 }
 
 #[test]

@@ -85,7 +85,7 @@
 //! * [`SqliteStore`] (feature `sqlite`, default): one file (owner-only on
 //!   Unix), bundled SQLite, WAL, one writer per process, claims in one `BEGIN
 //!   IMMEDIATE` transaction, a busy timeout.
-//! * [`PostgresStore`] (feature `postgres`): a fleet of workers on one table,
+//! * [`PostgresStore`](https://docs.rs/reqwest-resilience-journal/latest/reqwest_resilience_journal/struct.PostgresStore.html) (feature `postgres`): a fleet of workers on one table,
 //!   claims with `FOR UPDATE SKIP LOCKED`, every timestamp from the database's
 //!   clock, connect and statement timeouts, reconnects when its connection ends.
 //! * Your own [`JournalStore`]: prove it with the `conformance` suite (feature

@@ -20,7 +20,7 @@ pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, JournalError
 /// (PostgreSQL: the database's, so a fleet agrees on lease ends).
 ///
 /// Implemented by [`SqliteStore`](crate::SqliteStore) and
-/// [`PostgresStore`](crate::PostgresStore). The conformance suite both pass is
+/// [`PostgresStore`](https://docs.rs/reqwest-resilience-journal/latest/reqwest_resilience_journal/struct.PostgresStore.html). The conformance suite both pass is
 /// public behind the `test-util` feature (`conformance::run_all`): run it against
 /// your own implementation.
 pub trait JournalStore: Send + Sync + 'static {

@@ -1,6 +1,8 @@
-//! [`RetryPolicyConfig`] from environment variables: `RETRY_MAX_ATTEMPTS=4`,
-//! `RETRY_BACKOFF_BASE=50ms`… Values are checked as they are read, so an error
-//! names the variable rather than the setting it fills.
+//! [`RetryPolicyConfig`] from environment variables — `PAYMENTS_HTTP_MAX_ATTEMPTS=4`,
+//! `PAYMENTS_HTTP_BACKOFF_BASE=50ms`… — alone or layered over a file. Values are
+//! checked as they are read and each setting remembers its variable, so an error
+//! names the variable rather than the setting it fills, even one found later when
+//! the policy is built.
 
 use super::choice::{Choice, KeyAttachmentSetting, KeyFormatSetting, Strategy};
 use super::duration::{DurationText, LimitText};
@@ -9,35 +11,48 @@ use super::schema::{BackoffConfig, BudgetConfig, BudgetSettings, RetryPolicyConf
 use super::to_builder::status_set;
 
 impl RetryPolicyConfig {
-    /// Reads a configuration from environment-style variables: `{prefix}_` followed
-    /// by the setting's name in upper case, with `backoff.base` spelt
-    /// `BACKOFF_BASE` and `budget.ratio` spelt `BUDGET_RATIO`. Variables without the
-    /// prefix are ignored; `prefix` may be given with or without its trailing `_`.
+    /// The prefix the documentation uses for environment variables:
+    /// `RESILIENCE_MAX_ATTEMPTS`, `RESILIENCE_RETRY_AFTER_CEILING`. Any prefix works;
+    /// choose one that names your service (`PAYMENTS_HTTP`), and avoid one ending in
+    /// `RETRY`, which doubles against the settings that start with it
+    /// (`RETRY_RETRY_AFTER_CEILING`).
+    pub const DEFAULT_ENV_PREFIX: &'static str = "RESILIENCE";
+
+    /// Reads a configuration from environment-style variables named 1:1 after the
+    /// TOML keys: `{prefix}_` followed by the key in upper case, a table's key joined
+    /// with `_` (`backoff.base` is `{prefix}_BACKOFF_BASE`, `budget.ratio` is
+    /// `{prefix}_BUDGET_RATIO`). Variables without the prefix are ignored; `prefix`
+    /// may be given with or without its trailing `_`. With the prefix
+    /// [`DEFAULT_ENV_PREFIX`](Self::DEFAULT_ENV_PREFIX):
     ///
-    /// | variable | value |
-    /// |---|---|
-    /// | `RETRY_MAX_ATTEMPTS` | `4` |
-    /// | `RETRY_BACKOFF_STRATEGY` | `decorrelated_jitter` |
-    /// | `RETRY_BACKOFF_BASE`, `_CAP`, `_DELAY` | `50ms` |
-    /// | `RETRY_DEADLINE`, `RETRY_ATTEMPT_TIMEOUT` | `5s`, or `none` |
-    /// | `RETRY_RETRY_AFTER_CEILING` | `20s` |
-    /// | `RETRY_TRANSIENT_STATUSES` | `429,503` (empty: no status is transient) |
-    /// | `RETRY_RETRY_CONFLICT_WHEN_KEYED` | `true`/`false` (or `1`/`0`) |
-    /// | `RETRY_CONFLICT_DELAY` | `2s` |
-    /// | `RETRY_KEY_ATTACHMENT`, `RETRY_KEY_FORMAT` | `always`, `sf_string` |
-    /// | `RETRY_KEY_HEADER`, `RETRY_REQUEST_ID_HEADER`, `RETRY_SERVER_HINT_HEADER` | `X-Idempotency-Key` |
-    /// | `RETRY_REDACT_QUERY_PARAMS` | `api_key,token` |
-    /// | `RETRY_BUDGET` | `unlimited` |
-    /// | `RETRY_BUDGET_RATIO`, `_WINDOW`, `_RESERVE`, `_PER_HOST` | `0.2`, `30s`, `5`, `true` |
-    /// | `RETRY_RNG_SEED` | `7` |
+    /// | variable | TOML key | value |
+    /// |---|---|---|
+    /// | `RESILIENCE_MAX_ATTEMPTS` | `max_attempts` | `4` |
+    /// | `RESILIENCE_BACKOFF_STRATEGY` | `backoff.strategy` | `decorrelated_jitter` |
+    /// | `RESILIENCE_BACKOFF_BASE`, `_CAP`, `_DELAY` | `backoff.base`, `.cap`, `.delay` | `50ms` |
+    /// | `RESILIENCE_DEADLINE`, `RESILIENCE_ATTEMPT_TIMEOUT` | `deadline`, `attempt_timeout` | `5s`, or `none` |
+    /// | `RESILIENCE_RETRY_AFTER_CEILING` | `retry_after_ceiling` | `20s` |
+    /// | `RESILIENCE_TRANSIENT_STATUSES` | `transient_statuses` | `429,503` (empty: no status is transient) |
+    /// | `RESILIENCE_RETRY_CONFLICT_WHEN_KEYED` | `retry_conflict_when_keyed` | `true`/`false` (or `1`/`0`) |
+    /// | `RESILIENCE_CONFLICT_DELAY` | `conflict_delay` | `2s` |
+    /// | `RESILIENCE_KEY_ATTACHMENT`, `RESILIENCE_KEY_FORMAT` | `key_attachment`, `key_format` | `always`, `sf_string` |
+    /// | `RESILIENCE_KEY_HEADER`, `_REQUEST_ID_HEADER`, `_SERVER_HINT_HEADER` | `key_header`, … | `X-Idempotency-Key` |
+    /// | `RESILIENCE_REDACT_QUERY_PARAMS` | `redact_query_params` | `api_key,token` |
+    /// | `RESILIENCE_BUDGET` | `budget` | `unlimited` |
+    /// | `RESILIENCE_BUDGET_RATIO`, `_WINDOW`, `_RESERVE`, `_PER_HOST` | `budget.ratio`, … | `0.2`, `30s`, `5`, `true` |
+    /// | `RESILIENCE_RNG_SEED` | `rng_seed` | `7` |
     ///
-    /// Values are checked here, so an error names the variable.
+    /// To layer the variables over a file, see
+    /// [`overridden_by_env`](Self::overridden_by_env).
     ///
     /// # Errors
-    /// [`ConfigError::UnknownVariable`] for a variable with the prefix that names no
-    /// setting (a typo must not silently keep the default); a value that does not
-    /// parse, with [`field`](ConfigError::field) the variable's name; `BUDGET` set to
-    /// `unlimited` together with a `BUDGET_*` setting.
+    /// Every error names the variable ([`ConfigError::field`]), here and later when
+    /// the policy is built ([`build`](Self::build): a range error such as
+    /// `RESILIENCE_MAX_ATTEMPTS=99` names `RESILIENCE_MAX_ATTEMPTS`, not
+    /// `max_attempts`). Here: [`ConfigError::UnknownVariable`] for a variable with
+    /// the prefix that names no setting (a typo must not silently keep the default);
+    /// a value that does not parse; `BUDGET` set to `unlimited` together with a
+    /// `BUDGET_*` setting.
     ///
     /// # Examples
     /// ```
@@ -45,22 +60,29 @@ impl RetryPolicyConfig {
     /// use reqwest_resilience::RetryPolicyConfig;
     ///
     /// let vars = [
-    ///     ("RETRY_MAX_ATTEMPTS", "4"),
-    ///     ("RETRY_DEADLINE", "5s"),
-    ///     ("RETRY_BUDGET_RATIO", "0.2"),
+    ///     ("PAYMENTS_HTTP_MAX_ATTEMPTS", "4"),
+    ///     ("PAYMENTS_HTTP_DEADLINE", "5s"),
+    ///     ("PAYMENTS_HTTP_BUDGET_RATIO", "0.2"),
     ///     ("HOME", "/root"), // no prefix: ignored
     /// ];
     /// let config = RetryPolicyConfig::from_env_vars(
-    ///     "RETRY",
+    ///     "PAYMENTS_HTTP",
     ///     vars.map(|(name, value)| (name.to_owned(), value.to_owned())),
     /// )?;
     /// let policy = config.build()?;
     /// assert_eq!(policy.max_attempts(), 4);
     /// assert_eq!(policy.deadline(), Some(Duration::from_secs(5)));
     ///
-    /// let typo = [("RETRY_MAX_ATEMPTS".to_owned(), "4".to_owned())];
-    /// let error = RetryPolicyConfig::from_env_vars("RETRY", typo).unwrap_err();
-    /// assert_eq!(error.field(), Some("RETRY_MAX_ATEMPTS"));
+    /// let typo = [("PAYMENTS_HTTP_MAX_ATEMPTS".to_owned(), "4".to_owned())];
+    /// let error = RetryPolicyConfig::from_env_vars("PAYMENTS_HTTP", typo).unwrap_err();
+    /// assert_eq!(error.field(), Some("PAYMENTS_HTTP_MAX_ATEMPTS"));
+    ///
+    /// // Out of range: found when the policy is built, and still named by its variable.
+    /// let too_many = [("PAYMENTS_HTTP_MAX_ATTEMPTS".to_owned(), "99".to_owned())];
+    /// let error = RetryPolicyConfig::from_env_vars("PAYMENTS_HTTP", too_many)?
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert_eq!(error.field(), Some("PAYMENTS_HTTP_MAX_ATTEMPTS"));
     /// # Ok::<(), reqwest_resilience::ConfigError>(())
     /// ```
     pub fn from_env_vars<I>(prefix: &str, vars: I) -> Result<Self, ConfigError>
@@ -80,6 +102,7 @@ impl RetryPolicyConfig {
             };
             let value = raw.trim();
             let var = name.as_str();
+            config.origins.set(setting_path(setting), name.clone());
             match setting {
                 "MAX_ATTEMPTS" => {
                     config.max_attempts =
@@ -202,6 +225,146 @@ impl RetryPolicyConfig {
         }
         Self::from_env_vars(prefix, vars)
     }
+}
+
+impl RetryPolicyConfig {
+    /// This configuration (typically read from a file) with the settings this
+    /// process's environment gives under `prefix` laid over it: one call for the
+    /// usual "file, then environment overrides" layering. As
+    /// [`overridden_by_env_vars`](Self::overridden_by_env_vars) over
+    /// [`std::env::vars_os`].
+    ///
+    /// # Errors
+    /// As [`from_env`](Self::from_env).
+    pub fn overridden_by_env(self, prefix: &str) -> Result<Self, ConfigError> {
+        Ok(Self::from_env(prefix)?.layered_over(self))
+    }
+
+    /// This configuration with the settings `vars` give under `prefix` laid over it
+    /// (names as in [`from_env_vars`](Self::from_env_vars)):
+    ///
+    /// * a variable replaces the setting it names; settings it does not name keep the
+    ///   file's value;
+    /// * `{prefix}_BACKOFF_BASE`, `_CAP`, `_DELAY` replace that key of the file's
+    ///   `backoff` table; `{prefix}_BACKOFF_STRATEGY` replaces the whole table (the
+    ///   file's durations belong to the file's strategy);
+    /// * `{prefix}_BUDGET_*` replace keys of the file's `budget` table (or of the
+    ///   default budget if the file has none or says `"unlimited"`);
+    ///   `{prefix}_BUDGET=unlimited` replaces the table.
+    ///
+    /// An error found when the policy is built names the variable for a setting the
+    /// environment gave, and the TOML path for one the file gave.
+    ///
+    /// # Errors
+    /// As [`from_env_vars`](Self::from_env_vars).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use reqwest_resilience::RetryPolicyConfig;
+    ///
+    /// let file: RetryPolicyConfig = toml::from_str(
+    ///     r#"
+    ///     max_attempts = 4
+    ///     deadline = "10s"
+    ///     [backoff]
+    ///     base = "50ms"
+    ///     cap = "1s"
+    ///     "#,
+    /// )?;
+    /// // The engineer on call: fewer attempts, now, without a redeploy.
+    /// let env = [("RESILIENCE_MAX_ATTEMPTS".to_owned(), "2".to_owned())];
+    /// let policy = file
+    ///     .overridden_by_env_vars(RetryPolicyConfig::DEFAULT_ENV_PREFIX, env)?
+    ///     .build()?;
+    /// assert_eq!(policy.max_attempts(), 2); // from the environment
+    /// assert_eq!(policy.deadline(), Some(Duration::from_secs(10))); // from the file
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn overridden_by_env_vars<I>(self, prefix: &str, vars: I) -> Result<Self, ConfigError>
+    where
+        I: IntoIterator<Item = (String, String)>,
+    {
+        Ok(Self::from_env_vars(prefix, vars)?.layered_over(self))
+    }
+
+    /// `self` (from the environment) laid over `base`, setting by setting.
+    fn layered_over(self, base: Self) -> Self {
+        // Destructured whole, so that a new setting cannot be forgotten here.
+        let Self {
+            max_attempts,
+            deadline,
+            attempt_timeout,
+            retry_after_ceiling,
+            transient_statuses,
+            retry_conflict_when_keyed,
+            conflict_delay,
+            key_attachment,
+            key_format,
+            key_header,
+            request_id_header,
+            server_hint_header,
+            redact_query_params,
+            rng_seed,
+            backoff,
+            budget,
+            origins,
+        } = self;
+        let mut merged = base;
+        merged.max_attempts = max_attempts.or(merged.max_attempts);
+        merged.deadline = deadline.or(merged.deadline);
+        merged.attempt_timeout = attempt_timeout.or(merged.attempt_timeout);
+        merged.retry_after_ceiling = retry_after_ceiling.or(merged.retry_after_ceiling);
+        merged.transient_statuses = transient_statuses.or(merged.transient_statuses);
+        merged.retry_conflict_when_keyed =
+            retry_conflict_when_keyed.or(merged.retry_conflict_when_keyed);
+        merged.conflict_delay = conflict_delay.or(merged.conflict_delay);
+        merged.key_attachment = key_attachment.or(merged.key_attachment);
+        merged.key_format = key_format.or(merged.key_format);
+        merged.key_header = key_header.or(merged.key_header);
+        merged.request_id_header = request_id_header.or(merged.request_id_header);
+        merged.server_hint_header = server_hint_header.or(merged.server_hint_header);
+        merged.redact_query_params = redact_query_params.or(merged.redact_query_params);
+        merged.rng_seed = rng_seed.or(merged.rng_seed);
+        merged.backoff = match (merged.backoff, backoff) {
+            (base, None) => base,
+            // A new strategy brings its own durations.
+            (_, Some(over)) if over.strategy.is_some() => Some(over),
+            (None, Some(over)) => Some(over),
+            (Some(base), Some(over)) => Some(BackoffConfig {
+                strategy: base.strategy,
+                base: over.base.or(base.base),
+                cap: over.cap.or(base.cap),
+                delay: over.delay.or(base.delay),
+            }),
+        };
+        merged.budget = match (merged.budget, budget) {
+            (base, None) => base,
+            (Some(BudgetConfig::Limited(base)), Some(BudgetConfig::Limited(over))) => {
+                Some(BudgetConfig::Limited(BudgetSettings {
+                    ratio: over.ratio.or(base.ratio),
+                    window: over.window.or(base.window),
+                    reserve: over.reserve.or(base.reserve),
+                    per_host: over.per_host.or(base.per_host),
+                }))
+            }
+            (_, over) => over,
+        };
+        merged.origins.extend(origins);
+        merged
+    }
+}
+
+/// The TOML path of an environment setting: `MAX_ATTEMPTS` → `max_attempts`,
+/// `BACKOFF_BASE` → `backoff.base`, `BUDGET_RATIO` → `budget.ratio`.
+fn setting_path(setting: &str) -> String {
+    let lower = setting.to_ascii_lowercase();
+    for table in ["backoff_", "budget_"] {
+        if let Some(key) = lower.strip_prefix(table) {
+            return format!("{}.{key}", table.trim_end_matches('_'));
+        }
+    }
+    lower
 }
 
 /// The part of `name` after `{prefix}_`, if it has the prefix (`prefix` without

@@ -51,17 +51,18 @@ pub enum ConfigError {
     /// [`RetryBudget::builder`]: crate::RetryBudget::builder
     #[error("{field}: {source}")]
     Budget {
-        /// `budget.ratio` or `budget.window`.
-        field: &'static str,
+        /// `budget.ratio` or `budget.window`, or the environment variable that set it.
+        field: String,
         /// The budget builder's error.
         source: InvalidBudget,
     },
     /// The settings parse but the policy rejects them: the builder's
     /// [`BuildError`], with the setting it is about.
-    #[error("{}: {source}", .field.unwrap_or("retry policy"))]
+    #[error("{}: {source}", .field.as_deref().unwrap_or("retry policy"))]
     Policy {
-        /// The setting the builder's error is about, where it maps to one.
-        field: Option<&'static str>,
+        /// The setting the builder's error is about, where it maps to one: its path,
+        /// or the environment variable that set it.
+        field: Option<String>,
         /// The builder's error.
         source: BuildError,
     },
@@ -69,17 +70,18 @@ pub enum ConfigError {
 
 impl ConfigError {
     /// The setting at fault: its path in the configuration (`"max_attempts"`,
-    /// `"backoff.base"`, `"budget.ratio"`) or, for errors from
-    /// [`RetryPolicyConfig::from_env_vars`](crate::RetryPolicyConfig::from_env_vars),
-    /// the environment variable's name.
+    /// `"backoff.base"`, `"budget.ratio"`) or, for a setting read from the
+    /// environment, the variable's name (`"PAYMENTS_HTTP_MAX_ATTEMPTS"`) — whether the
+    /// error is found while the variables are read or later, when the policy is built
+    /// from them.
     pub fn field(&self) -> Option<&str> {
         match self {
             Self::InvalidDuration { field, .. }
             | Self::InvalidValue { field, .. }
-            | Self::Conflict { field, .. } => Some(field),
+            | Self::Conflict { field, .. }
+            | Self::Budget { field, .. } => Some(field),
             Self::UnknownVariable { name, .. } => Some(name),
-            Self::Budget { field, .. } => Some(field),
-            Self::Policy { field, .. } => *field,
+            Self::Policy { field, .. } => field.as_deref(),
         }
     }
 }

@@ -180,6 +180,47 @@ pub struct RetryPolicyConfig {
     pub(super) backoff: Option<BackoffConfig>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) budget: Option<BudgetConfig>,
+    /// The environment variable that set each setting, so that an error found only
+    /// when the policy is built still names the variable.
+    #[serde(skip)]
+    pub(super) origins: Origins,
+}
+
+/// Setting path → the environment variable it was read from (settings from a file
+/// or from code have none, and errors name their path).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Origins(Vec<(String, String)>);
+
+impl Origins {
+    /// Records that `path` (`"backoff.base"`) was set by `variable`.
+    pub(super) fn set(&mut self, path: String, variable: String) {
+        self.0.retain(|(known, _)| *known != path);
+        self.0.push((path, variable));
+    }
+
+    /// The name an error about `path` should use: the variable that set it, or the
+    /// path itself.
+    pub(super) fn name_of(&self, path: &str) -> String {
+        self.0
+            .iter()
+            .find(|(known, _)| known == path)
+            .map_or_else(|| path.to_owned(), |(_, variable)| variable.clone())
+    }
+
+    /// Adds `newer`'s records, which win over this one's.
+    pub(super) fn extend(&mut self, newer: Origins) {
+        for (path, variable) in newer.0 {
+            self.set(path, variable);
+        }
+    }
+}
+
+/// Where a setting came from does not change what it says: two configurations with
+/// the same settings are equal, whether read from a file or from the environment.
+impl PartialEq for Origins {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 /// The `backoff` table.

@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::choice::{Choice, KeyAttachmentSetting, KeyFormatSetting, Strategy};
 use super::duration::DurationText;
 use super::error::ConfigError;
-use super::schema::{BackoffConfig, BudgetConfig, BudgetSettings, RetryPolicyConfig};
+use super::schema::{BackoffConfig, BudgetConfig, BudgetSettings, Origins, RetryPolicyConfig};
 use crate::{
     Backoff, BuildError, InvalidBudget, RetryBudget, RetryPolicy, RetryPolicyBuilder, StatusSet,
 };
@@ -34,29 +34,31 @@ impl RetryPolicyConfig {
         if let Some(attempts) = self.max_attempts {
             builder = builder.max_attempts(attempts);
         }
+        // Errors name the setting's path, or the environment variable that set it.
+        let name = |path: &str| self.origins.name_of(path);
         if let Some(config) = &self.backoff {
-            builder = builder.backoff(backoff(config)?);
+            builder = builder.backoff(backoff(config, &self.origins)?);
         }
         if let Some(text) = &self.deadline {
-            builder = match text.parse("deadline")? {
+            builder = match text.parse(&name("deadline"))? {
                 Some(deadline) => builder.deadline(deadline),
                 None => builder.no_deadline(),
             };
         }
         if let Some(text) = &self.attempt_timeout {
-            builder = match text.parse("attempt_timeout")? {
+            builder = match text.parse(&name("attempt_timeout"))? {
                 Some(timeout) => builder.attempt_timeout(timeout),
                 None => builder.no_attempt_timeout(),
             };
         }
         if let Some(text) = &self.conflict_delay {
-            builder = builder.conflict_delay(text.parse("conflict_delay")?);
+            builder = builder.conflict_delay(text.parse(&name("conflict_delay"))?);
         }
         if let Some(text) = &self.retry_after_ceiling {
-            builder = builder.retry_after_ceiling(text.parse("retry_after_ceiling")?);
+            builder = builder.retry_after_ceiling(text.parse(&name("retry_after_ceiling"))?);
         }
         if let Some(codes) = &self.transient_statuses {
-            builder = builder.transient_statuses(status_set("transient_statuses", codes)?);
+            builder = builder.transient_statuses(status_set(&name("transient_statuses"), codes)?);
         }
         if let Some(retry) = self.retry_conflict_when_keyed {
             builder = builder.retry_conflict_when_keyed(retry);
@@ -82,7 +84,9 @@ impl RetryPolicyConfig {
         match &self.budget {
             None => {}
             Some(BudgetConfig::Unlimited) => builder = builder.no_budget(),
-            Some(BudgetConfig::Limited(settings)) => builder = builder.budget(budget(settings)?),
+            Some(BudgetConfig::Limited(settings)) => {
+                builder = builder.budget(budget(settings, &self.origins)?);
+            }
         }
         if let Some(seed) = self.rng_seed {
             builder = builder.rng_seed(seed);
@@ -101,7 +105,9 @@ impl RetryPolicyConfig {
         self.to_builder()?
             .build()
             .map_err(|source| ConfigError::Policy {
-                field: self.field_of(&source),
+                field: self
+                    .field_of(&source)
+                    .map(|path| self.origins.name_of(path)),
                 source,
             })
     }
@@ -155,13 +161,13 @@ fn strategy_of(backoff: Backoff) -> Strategy {
 }
 
 /// The backoff a `backoff` table describes; its strategy, base and cap default to
-/// the default policy's.
-fn backoff(config: &BackoffConfig) -> Result<Backoff, ConfigError> {
+/// the default policy's. Errors name the setting, or the variable that set it.
+fn backoff(config: &BackoffConfig, origins: &Origins) -> Result<Backoff, ConfigError> {
     let default = default_backoff();
     let strategy = config.strategy.unwrap_or_else(|| strategy_of(default));
     let takes_none = |field: &str, value: &Option<DurationText>, takes: &str| match value {
         Some(_) => Err(ConfigError::Conflict {
-            field: format!("backoff.{field}"),
+            field: origins.name_of(&format!("backoff.{field}")),
             reason: format!(
                 "backoff strategy {:?} takes {takes}, not {field}",
                 strategy.name()
@@ -170,7 +176,7 @@ fn backoff(config: &BackoffConfig) -> Result<Backoff, ConfigError> {
         None => Ok(()),
     };
     let required = |field: &str, value: &Option<DurationText>, default: Option<Duration>| {
-        let path = format!("backoff.{field}");
+        let path = origins.name_of(&format!("backoff.{field}"));
         match value {
             Some(text) => text.parse(&path),
             None => default.ok_or_else(|| ConfigError::Conflict {
@@ -214,13 +220,13 @@ fn backoff(config: &BackoffConfig) -> Result<Backoff, ConfigError> {
 /// The budget a `budget` table describes, on top of
 /// [`RetryBudget::builder`]'s defaults; an out-of-range value is a
 /// [`ConfigError::Budget`] naming its key.
-fn budget(settings: &BudgetSettings) -> Result<RetryBudget, ConfigError> {
+fn budget(settings: &BudgetSettings, origins: &Origins) -> Result<RetryBudget, ConfigError> {
     let mut builder = RetryBudget::builder();
     if let Some(ratio) = settings.ratio {
         builder = builder.ratio(ratio);
     }
     if let Some(window) = &settings.window {
-        builder = builder.window(window.parse("budget.window")?);
+        builder = builder.window(window.parse(&origins.name_of("budget.window"))?);
     }
     if let Some(reserve) = settings.reserve {
         builder = builder.reserve(reserve);
@@ -229,10 +235,10 @@ fn budget(settings: &BudgetSettings) -> Result<RetryBudget, ConfigError> {
         builder = builder.per_host(per_host);
     }
     builder.build().map_err(|invalid| ConfigError::Budget {
-        field: match invalid {
+        field: origins.name_of(match invalid {
             InvalidBudget::Ratio(_) => "budget.ratio",
             InvalidBudget::Window(_) => "budget.window",
-        },
+        }),
         source: invalid,
     })
 }

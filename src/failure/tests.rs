@@ -189,8 +189,10 @@ fn certificate_messages_name_the_host_and_the_remedy() {
     let untrusted = TransportFailure::UntrustedCertificate;
     assert_eq!(
         untrusted.explain(Some("127.0.0.1")),
-        "the certificate of 127.0.0.1 is not signed by a trusted root; add your CA with \
-         `ClientBuilder::add_root_certificate`"
+        "the certificate of 127.0.0.1 is not signed by a trusted root; if the server uses a \
+         private CA or a self-signed certificate, trust its root: \
+         reqwest_resilience::reqwest::Certificate::from_pem, ClientBuilder::tls_certs_merge, \
+         then ResilientClient::from_builder"
     );
     assert!(untrusted
         .explain(None)

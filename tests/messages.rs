@@ -1,0 +1,315 @@
+//! Errors and logs a person can act on (issue 17): each give-up message says why the
+//! last failure was not retried, a refused certificate names the host and the remedy,
+//! every duration is written one way, and the attempt log prints one line per attempt.
+//! Real HTTP on 127.0.0.1 (wiremock, and a rustls server for certificates).
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use reqwest_resilience::{
+    Backoff, RecordingSleeper, ResilientClient, ResponseExt, RetryPolicy, RetryPolicyBuilder,
+    TransportFailure,
+};
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+// The field tests' certificate kit and rustls server (`tls_server` finds `certs` as
+// `super::certs`, so both sit at this binary's root).
+#[allow(dead_code)]
+#[path = "field/support/certs.rs"]
+mod certs;
+#[allow(dead_code)]
+#[path = "field/support/tls_server.rs"]
+mod tls_server;
+
+use certs::{self_signed, TestCa};
+use tls_server::TlsServer;
+
+const MS: Duration = Duration::from_millis(1);
+
+/// Instant recorded pauses, seeded jitter, no budget: only the rule under test decides.
+fn policy(sleeper: &RecordingSleeper) -> RetryPolicyBuilder {
+    RetryPolicy::builder()
+        .sleeper(sleeper.clone())
+        .rng_seed(17)
+        .backoff(Backoff::full_jitter(10 * MS, 100 * MS))
+        .no_budget()
+}
+
+/// A server whose answer comes later than any attempt timeout used here.
+async fn slow_server() -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(201).set_delay(Duration::from_secs(5)))
+        .mount(&server)
+        .await;
+    server
+}
+
+/// Every duration written in `text`: the tokens that start with a digit and end in a
+/// time unit.
+fn durations_in(text: &str) -> Vec<String> {
+    text.split(|c: char| c.is_whitespace() || matches!(c, ';' | ',' | '(' | ')'))
+        .filter(|token| token.starts_with(|c: char| c.is_ascii_digit()))
+        .filter(|token| {
+            ["ns", "µs", "ms", "s"]
+                .iter()
+                .any(|unit| token.ends_with(unit))
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The one format: digits, at most three decimals, a unit glued to the number —
+/// never `2.001867748s` beside `2001 ms`.
+fn assert_one_duration_format(text: &str) {
+    assert!(
+        !text.contains(" ms"),
+        "a unit apart from its number: {text}"
+    );
+    let durations = durations_in(text);
+    assert!(!durations.is_empty(), "no duration in {text}");
+    for duration in durations {
+        let number = duration.trim_end_matches(|c: char| c.is_alphabetic() || c == 'µ');
+        let decimals = number.split('.').nth(1).map_or(0, str::len);
+        assert!(decimals <= 3, "{duration} in {text}");
+        assert!(number.parse::<f64>().is_ok(), "{duration} in {text}");
+    }
+}
+
+#[tokio::test]
+async fn an_unkeyed_post_that_timed_out_says_it_was_not_retried_for_want_of_a_key() {
+    let server = slow_server().await;
+    let sleeper = RecordingSleeper::new();
+    let client =
+        ResilientClient::with_policy(policy(&sleeper).attempt_timeout(300 * MS).build().unwrap());
+    let error = client
+        .post(format!("{}/payments", server.uri()))
+        .without_idempotency_key()
+        .body(r#"{"amount":500}"#)
+        .send()
+        .await
+        .expect_err("the attempt times out");
+    assert!(error.is_not_retryable(), "{error}");
+    assert_eq!(error.transport_failure(), Some(TransportFailure::Timeout));
+    let text = error.to_string();
+    assert!(
+        text.starts_with("not retried after 1 attempt: the request had no idempotency key"),
+        "{text}"
+    );
+    assert!(text.contains("send a POST or PATCH with a key"), "{text}");
+    assert!(text.contains("; last: timeout after "), "{text}");
+    assert!(text.ends_with("; outcome unknown"), "{text}");
+    assert_one_duration_format(&text);
+    assert!(sleeper.delays().is_empty());
+}
+
+#[tokio::test]
+async fn a_streamed_body_says_why_it_was_not_sent_again_and_what_to_use_instead() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(503))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let client = ResilientClient::with_policy(policy(&RecordingSleeper::new()).build().unwrap());
+    let chunks: Vec<Result<Bytes, std::io::Error>> = vec![Ok(Bytes::from_static(b"{}"))];
+    let error = client
+        .post(server.uri())
+        .body(reqwest::Body::wrap_stream(futures_util::stream::iter(
+            chunks,
+        )))
+        .send()
+        .await
+        .expect_err("503, and the stream cannot be replayed");
+    assert!(error.is_body_not_replayable(), "{error}");
+    let text = error.to_string();
+    assert!(
+        text.starts_with("not retried after 1 attempt: the body is a stream"),
+        "{text}"
+    );
+    assert!(text.contains(".body_fn("), "{text}");
+    assert!(
+        text.contains("; last status 503 Service Unavailable"),
+        "{text}"
+    );
+    // A response came back: no transport failure to report.
+    assert_eq!(error.transport_failure(), None);
+}
+
+#[tokio::test]
+async fn a_failing_body_stream_is_called_the_callers_failure() {
+    let server = MockServer::start().await;
+    Mock::given(method("PUT"))
+        .respond_with(ResponseTemplate::new(200))
+        .mount(&server)
+        .await;
+    let client = ResilientClient::with_policy(policy(&RecordingSleeper::new()).build().unwrap());
+    let error = client
+        .put(server.uri())
+        .body_fn(|| {
+            let chunks: Vec<Result<Bytes, std::io::Error>> = vec![
+                Ok(Bytes::from_static(b"first part")),
+                Err(std::io::Error::other("the file went away")),
+            ];
+            reqwest::Body::wrap_stream(futures_util::stream::iter(chunks))
+        })
+        .send()
+        .await
+        .expect_err("the body cannot be produced");
+    assert_eq!(error.transport_failure(), Some(TransportFailure::Body));
+    let text = error.to_string();
+    assert!(
+        text.starts_with("not retried after 1 attempt: the failure is the caller's"),
+        "{text}"
+    );
+    assert!(
+        text.contains("; last: the request body stream failed"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_deadline_message_writes_elapsed_time_and_timeouts_the_same_way() {
+    let server = slow_server().await;
+    let sleeper = RecordingSleeper::new();
+    let client = ResilientClient::with_policy(
+        policy(&sleeper)
+            .max_attempts(5)
+            .deadline(700 * MS)
+            .attempt_timeout(300 * MS)
+            .build()
+            .unwrap(),
+    );
+    let error = client
+        .post(server.uri())
+        .body("{}")
+        .send()
+        .await
+        .expect_err("slower than the deadline");
+    assert!(error.is_deadline_exceeded(), "{error}");
+    let text = error.to_string();
+    // Elapsed time and the last timeout, both in the one format.
+    assert!(text.contains(" in "), "{text}");
+    assert!(text.contains("; last: timeout after "), "{text}");
+    assert!(durations_in(&text).len() >= 2, "{text}");
+    assert_one_duration_format(&text);
+    assert_eq!(error.transport_failure(), Some(TransportFailure::Timeout));
+}
+
+#[tokio::test]
+async fn the_attempt_log_prints_one_line_per_attempt() {
+    let server = MockServer::start().await;
+    let flaky = reqwest_resilience::testing::FailTimes::new(2, ResponseTemplate::new(503))
+        .then(ResponseTemplate::new(201));
+    Mock::given(method("POST"))
+        .respond_with(flaky)
+        .expect(3)
+        .mount(&server)
+        .await;
+    let client = ResilientClient::with_policy(policy(&RecordingSleeper::new()).build().unwrap());
+    let response = client.post(server.uri()).body("{}").send().await.unwrap();
+    let log = response.attempt_log().expect("a log on every response");
+    let key = log.idempotency_key().expect("a POST gets a key");
+    let printed = log.to_string();
+    let lines: Vec<&str> = printed.lines().collect();
+    assert_eq!(lines.len(), 3, "{printed}");
+    for (attempt, line) in log.attempts().iter().zip(&lines) {
+        let start = format!(
+            "attempt {} | request {} | key {} | ",
+            attempt.number(),
+            attempt.request_id(),
+            key.redacted()
+        );
+        assert!(line.starts_with(&start), "{line}");
+        assert!(!line.contains(key.as_str()), "the whole key in {line}");
+        assert_one_duration_format(line);
+    }
+    assert!(
+        lines[0].contains("| 503 Service Unavailable |"),
+        "{printed}"
+    );
+    assert!(lines[0].contains(" | then ") && lines[0].ends_with("(backoff)"));
+    assert!(lines[2].contains("| 201 Created |"), "{printed}");
+    assert!(
+        !lines[2].contains("then"),
+        "no pause after the last attempt"
+    );
+}
+
+/// A client on rustls trusting `roots` besides the platform's (reqwest picks
+/// native-tls when both backends are compiled in, as with `--all-features`).
+fn client_trusting(roots: Vec<reqwest_resilience::reqwest::Certificate>) -> ResilientClient {
+    let policy = policy(&RecordingSleeper::new()).build().unwrap();
+    // The remedy the message gives, through the re-exported reqwest.
+    let builder = reqwest_resilience::reqwest::Client::builder().tls_certs_merge(roots);
+    #[cfg(feature = "native-tls")]
+    let builder = builder.tls_backend_rustls();
+    ResilientClient::from_builder(builder, policy).unwrap()
+}
+
+#[tokio::test]
+async fn an_untrusted_certificate_names_the_host_and_the_remedy_and_the_remedy_works() {
+    let server = TlsServer::start(self_signed(&["127.0.0.1"]), &[]).await;
+    let error = client_trusting(Vec::new())
+        .get(server.url("127.0.0.1", "/"))
+        .send()
+        .await
+        .expect_err("nobody trusts a self-signed certificate");
+    assert_eq!(
+        error.transport_failure(),
+        Some(TransportFailure::UntrustedCertificate)
+    );
+    let text = error.to_string();
+    assert!(
+        text.starts_with("not retried after 1 attempt: a retry would fail the same way"),
+        "{text}"
+    );
+    assert!(
+        text.contains("last: the certificate of 127.0.0.1 is not signed by a trusted root"),
+        "{text}"
+    );
+    assert!(text.contains("tls_certs_merge"), "{text}");
+    assert!(text.contains("ResilientClient::from_builder"), "{text}");
+
+    // Following it: trust the private CA that signed the server's certificate.
+    let ca = TestCa::new("issue 17 CA");
+    let trusted = TlsServer::start(ca.leaf(&["127.0.0.1"]), &[]).await;
+    let root: reqwest_resilience::reqwest::Certificate = ca.root();
+    let response = client_trusting(vec![root])
+        .get(trusted.url("127.0.0.1", "/"))
+        .send()
+        .await
+        .expect("the CA is trusted now");
+    assert_eq!(response.status(), 200);
+}
+
+#[tokio::test]
+async fn a_certificate_for_another_host_and_an_expired_one_say_what_to_fix() {
+    let ca = TestCa::new("issue 17 CA");
+    let wrong_host = TlsServer::start(ca.leaf(&["payments.example"]), &[]).await;
+    let error = client_trusting(vec![ca.root()])
+        .get(wrong_host.url("127.0.0.1", "/"))
+        .send()
+        .await
+        .expect_err("the certificate is for payments.example");
+    let text = error.to_string();
+    assert!(
+        text.contains("last: the certificate of 127.0.0.1 is for another host name"),
+        "{text}"
+    );
+    assert!(text.contains("subjectAltName"), "{text}");
+
+    let expired = TlsServer::start(ca.expired_leaf(&["127.0.0.1"]), &[]).await;
+    let error = client_trusting(vec![ca.root()])
+        .get(expired.url("127.0.0.1", "/"))
+        .send()
+        .await
+        .expect_err("the certificate expired in 2021");
+    let text = error.to_string();
+    assert!(
+        text.contains("last: the certificate of 127.0.0.1 has expired"),
+        "{text}"
+    );
+    assert!(text.contains("renewed"), "{text}");
+}
