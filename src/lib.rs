@@ -107,6 +107,7 @@
 
 mod attempt_log;
 mod backoff;
+mod breaker;
 mod budget;
 mod classify;
 mod client;
@@ -127,6 +128,7 @@ mod retry_after;
 mod sleeper;
 mod telemetry;
 mod template;
+mod throttle;
 mod transport;
 
 #[cfg(feature = "serde")]
@@ -140,6 +142,7 @@ pub use attempt_log::{
     AttemptLog, AttemptOutcome, AttemptRecord, DelayReason, ResponseExt, ScheduledDelay,
 };
 pub use backoff::{Backoff, Delays};
+pub use breaker::{CircuitBreaker, CircuitBreakerBuilder, CircuitState, InvalidBreaker};
 pub use budget::{InvalidBudget, RetryBudget, RetryBudgetBuilder};
 pub use classify::{
     is_idempotent_method, AttemptResult, AttemptView, Classifier, Decision, StatusSet,
@@ -160,6 +163,7 @@ pub use retry_after::{
     parse_retry_after, parse_retry_after_bytes, retry_after_of, RETRY_AFTER_SATURATION,
 };
 pub use sleeper::{RecordingSleeper, Sleep, Sleeper, TokioSleeper};
+pub use throttle::{AdaptiveThrottle, AdaptiveThrottleBuilder, InvalidThrottle};
 
 #[cfg(feature = "serde")]
 pub use config::{ConfigError, RetryPolicyConfig};
