@@ -15,6 +15,8 @@ pub struct Plan {
     pub p4_intents: usize,
     pub p6_runs: u32,
     pub p7_intents: usize,
+    /// P9 runs its short phases.
+    pub p9_quick: bool,
 }
 
 impl Plan {
@@ -31,6 +33,7 @@ impl Plan {
                 p4_intents: 3,
                 p6_runs: 20,
                 p7_intents: 100_000,
+                p9_quick: true,
             }
         } else {
             Plan {
@@ -44,6 +47,7 @@ impl Plan {
                 p4_intents: 10,
                 p6_runs: 100,
                 p7_intents: 1_000_000,
+                p9_quick: false,
             }
         }
     }
