@@ -83,7 +83,7 @@ const BUCKETS: u64 = 10;
 const MAX_HOSTS: usize = 1024;
 
 pub(crate) const DEFAULT_FAILURE_RATIO: f64 = 0.5;
-pub(crate) const DEFAULT_SAMPLING_DURATION: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_SAMPLING_DURATION: Duration = Duration::from_secs(10);
 pub(crate) const DEFAULT_MINIMUM_THROUGHPUT: u32 = 100;
 pub(crate) const DEFAULT_BREAK_DURATION: Duration = Duration::from_secs(5);
 pub(crate) const DEFAULT_PROBES: u32 = 1;
@@ -104,7 +104,7 @@ const MAX_BREAK: Duration = Duration::from_secs(86_400);
 /// | setting | default | why |
 /// |---|---|---|
 /// | failure ratio | 0.5 | opens only when most attempts fail: with Polly's 0.1 a service answering 20 % random 503s (still serving 4 in 5) would be cut off; P9 shows 0.5 costs nothing at 5 % and 20 % random 503s |
-/// | sampling duration | 30 s | Polly / MEHR's standard value; long enough to hold the minimum throughput at moderate traffic |
+/// | sampling duration | 10 s | the retry budget's window. With a 0.5 ratio a window full of successes must be half replaced by failures before the circuit opens, so the circuit opens about half a window into an outage: Polly's 30 s would keep it closed for 15 s (all of P9's outage); 10 s opens it after about 5 s |
 /// | minimum throughput | 100 attempts | Polly / MEHR's standard value: a few failures prove nothing |
 /// | break duration | 5 s | Polly / MEHR's standard value; P9's recovery time is bounded by it |
 /// | probes in half-open | 1 | one request tells whether the service is back |
@@ -586,7 +586,7 @@ impl CircuitBreakerBuilder {
         self
     }
 
-    /// Window over which the ratio is measured, 500 ms ..= 1 h (default 30 s),
+    /// Window over which the ratio is measured, 500 ms ..= 1 h (default 10 s),
     /// counted in 10 buckets of a tenth each.
     pub fn sampling_duration(mut self, window: Duration) -> Self {
         self.sampling_duration = window;
@@ -731,7 +731,7 @@ mod tests {
     fn defaults_are_the_documented_ones() {
         let b = CircuitBreaker::default();
         assert_eq!(b.failure_ratio(), 0.5);
-        assert_eq!(b.sampling_duration(), Duration::from_secs(30));
+        assert_eq!(b.sampling_duration(), Duration::from_secs(10));
         assert_eq!(b.minimum_throughput(), 100);
         assert_eq!(b.break_duration(), Duration::from_secs(5));
         assert_eq!(b.probes(), 1);

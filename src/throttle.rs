@@ -16,12 +16,21 @@
 //! when it recovers, far less than a full retry storm. Rejected requests count
 //! as requests, so a backend that accepts nothing is sent almost nothing.
 //!
-//! Here a *request* is an **attempt** the gate was asked about (first attempts
-//! and retries alike, the rejected ones included), and an *accept* is an attempt
-//! whose outcome was not *struggling* (see [`Gate::attempt_finished`]): a
-//! response that is neither a transient status nor a transport failure — a 409
-//! "in progress" or a 404 is an accept, the backend did its job. Counts live in
-//! 10 buckets of `window / 10` each.
+//! Here a *request* is an **attempt** (first attempts and retries alike): one the
+//! throttle rejected, counted when it rejects it, or one that went out, counted
+//! when its outcome arrives ([`Gate::attempt_finished`]). Attempts still in
+//! flight are not counted yet: otherwise a burst of first attempts at start-up
+//! (requests counted, no accept arrived yet) would already be throttled, and
+//! every rejection would push the probability higher — a spiral the formula is
+//! slow to leave. An *accept* is an attempt whose outcome was not *struggling*:
+//! a response that is neither a transient status nor a transport failure — a
+//! 409 "in progress" or a 404 is an accept, the backend did its job. Counts live
+//! in 10 buckets of `window / 10` each.
+//!
+//! Once the probability is near 1 (the backend accepted nothing for a whole
+//! window), only about one attempt in `requests + 1` goes out, and each accept
+//! lowers it by K requests' worth: after an outage the throttle eases off over
+//! several windows, not at once (see P9 in the benchmark).
 //!
 //! Unlike a circuit breaker the throttle has no break and no probe: it eases off
 //! as the accepts come back, so after an outage it recovers over about half a
@@ -206,8 +215,9 @@ impl AdaptiveThrottle {
     }
 }
 
-/// Asked before every attempt: counts it as a request, and rejects it with the
-/// SRE probability; every attempt that was not struggling counts as an accept.
+/// Asked before every attempt: rejects it with the SRE probability (a rejection
+/// counts as a request at once); every attempt that went out counts as a request
+/// when it ends, and as an accept too when it was not struggling.
 impl Gate for AdaptiveThrottle {
     fn name(&self) -> &str {
         NAME
@@ -219,26 +229,23 @@ impl Gate for AdaptiveThrottle {
         let mut state = inner.lock();
         let (requests, accepts) = state.totals(epoch);
         let (numerator, denominator) = inner.odds(requests, accepts);
-        let rejected = numerator > 0 && state.rng.random_range(0..denominator) < numerator;
+        if numerator == 0 || state.rng.random_range(0..denominator) >= numerator {
+            // Counted once its outcome is known (`attempt_finished`).
+            return Ok(());
+        }
         let bucket = state.bucket(epoch);
         bucket.requests = bucket.requests.saturating_add(1);
         drop(state);
-        if rejected {
-            Err(GateRefusal::new(NAME))
-        } else {
-            Ok(())
-        }
+        Err(GateRefusal::new(NAME))
     }
 
     fn attempt_finished(&self, scope: &GateScope<'_>, _: &AttemptOutcome, struggling: bool) {
-        if struggling {
-            return;
-        }
         let inner = &*self.inner;
         let epoch = inner.epoch(scope.now());
         let mut state = inner.lock();
         let bucket = state.bucket(epoch);
-        bucket.accepts = bucket.accepts.saturating_add(1);
+        bucket.requests = bucket.requests.saturating_add(1);
+        bucket.accepts = bucket.accepts.saturating_add(u64::from(!struggling));
     }
 }
 
@@ -343,6 +350,18 @@ mod tests {
         AttemptOutcome::Status(http::StatusCode::OK)
     }
 
+    /// One attempt to a failing backend: `true` if the throttle rejected it.
+    fn fail(t: &AdaptiveThrottle, now: &GateScope<'_>) -> bool {
+        match t.admit(now) {
+            Ok(()) => {
+                let failed = AttemptOutcome::Status(http::StatusCode::SERVICE_UNAVAILABLE);
+                t.attempt_finished(now, &failed, true);
+                false
+            }
+            Err(_) => true,
+        }
+    }
+
     /// The SRE formula, in floats, as the book writes it.
     fn formula(requests: u64, accepts: u64, k: f64) -> f64 {
         ((requests as f64 - k * accepts as f64) / (requests as f64 + 1.0)).max(0.0)
@@ -367,10 +386,10 @@ mod tests {
     }
 
     /// Seeded: with the window holding `accepts` accepted requests and then
-    /// `failures` failed ones, the share of 20,000 further attempts (all failing)
+    /// `failures` failed ones, the number of 20,000 further attempts (all failing)
     /// that are rejected equals the sum of the formula's probabilities at each
-    /// step (every attempt, rejected or not, adds a request) within 4 standard
-    /// deviations of the binomial sum plus 0.2 % of the draws.
+    /// step (every attempt, rejected or failed, adds a request) within 4 standard
+    /// deviations of that binomial sum plus 0.2 % of the draws.
     #[test]
     fn rejection_rate_follows_the_sre_formula() {
         for (k, accepts, failures, seed) in [
@@ -387,7 +406,7 @@ mod tests {
             }
             let mut requests = u64::from(accepts);
             for _ in 0..failures {
-                let _ = t.admit(&now);
+                fail(&t, &now);
                 requests += 1;
             }
             let draws = 20_000u32;
@@ -397,7 +416,7 @@ mod tests {
                 assert!((t.rejection_probability_at(base) - p).abs() < 1e-9);
                 expected += p;
                 variance += p * (1.0 - p);
-                rejected += u32::from(t.admit(&now).is_err());
+                rejected += u32::from(fail(&t, &now));
                 requests += 1;
             }
             let tolerance = 4.0 * f64::sqrt(variance) + 0.002 * f64::from(draws);
@@ -412,11 +431,21 @@ mod tests {
     }
 
     #[test]
+    fn attempts_in_flight_are_not_requests_yet() {
+        let (t, base) = throttle(2.0, 3);
+        // A burst of 1,000 first attempts before any outcome: none throttled.
+        for _ in 0..1_000 {
+            t.admit(&scope(base)).unwrap();
+        }
+        assert_eq!(t.rejection_probability_at(base), 0.0);
+    }
+
+    #[test]
     fn the_same_seed_rejects_the_same_attempts() {
         let run = || {
             let (t, base) = throttle(2.0, 99);
             (0..2_000)
-                .map(|_| t.admit(&scope(base)).is_err())
+                .map(|_| fail(&t, &scope(base)))
                 .collect::<Vec<_>>()
         };
         assert_eq!(run(), run());
@@ -426,7 +455,7 @@ mod tests {
     fn counts_leave_the_window_and_refusals_name_the_gate() {
         let (t, base) = throttle(2.0, 5);
         for _ in 0..1_000 {
-            let _ = t.admit(&scope(base));
+            fail(&t, &scope(base));
         }
         assert!(t.rejection_probability_at(base) > 0.99);
         let refusal = (0..100)
