@@ -1,67 +1,5 @@
-//! A circuit breaker: when most attempts to a service fail, stop sending the first
-//! attempts too.
-//!
-//! The [`RetryBudget`](crate::RetryBudget) keeps *retries* to a tenth of the
-//! traffic, so a total outage costs a dead service about 1.1 requests per intent
-//! instead of 3. But every first attempt still goes out: the service keeps
-//! receiving all the traffic it fell over under, and every caller pays an attempt
-//! (often a whole attempt timeout) to learn what the last hundred intents already
-//! knew. A breaker remembers: once the failure ratio over a recent window is high
-//! enough, it refuses attempts locally (nothing is sent, the outcome is known)
-//! until a break has passed, then lets a bounded number of *probes* through; a
-//! probe that succeeds closes the circuit, one that fails opens it again.
-//!
-//! The model is Polly 8's breaker, which Microsoft.Extensions.Http.Resilience puts
-//! in its standard pipeline: a **failure ratio** over a **sampling duration**
-//! (counted in 10 time buckets, so memory is constant and old outcomes fall out a
-//! bucket at a time), a **minimum throughput** below which the circuit never opens
-//! (a handful of failures proves nothing), a **break duration**, then half-open.
-//!
-//! * It counts **attempts**, not intents: every attempt's outcome arrives through
-//!   [`Gate::attempt_finished`], retries included. A failure is an attempt the
-//!   crate calls *struggling* — a transport failure or a transient status (408,
-//!   429, 502, 503, 504 and whatever else the policy treats as transient) — and
-//!   never a 409 "same key still in progress" (the server is healthy and
-//!   executing) nor another 4xx; those count as successes.
-//! * The ratio is compared in exact integer arithmetic (millionths): the circuit
-//!   opens when `failures / attempts >= failure_ratio` and `attempts >=
-//!   minimum_throughput` over the window, checked when a failure arrives.
-//! * A refused attempt carries the time until the next probe may go
-//!   ([`GateRefusal::retry_after`]); the error says
-//!   [`is_gate_refused`](crate::Error::is_gate_refused).
-//! * With [`per_host(true)`](CircuitBreakerBuilder::per_host) (the default) every
-//!   host has its own circuit, so one dead host does not refuse intents to
-//!   healthy ones. **A host whose traffic stays under the minimum throughput
-//!   within the sampling duration never opens its circuit**, however many of its
-//!   attempts fail: the budget and max attempts are all that protect it.
-//! * [`isolate`](CircuitBreaker::isolate) forces every circuit open until
-//!   [`reset`](CircuitBreaker::reset), which also closes them all;
-//!   [`state`](CircuitBreaker::state) reads one.
-//! * Every change of state is a `tracing` event with target
-//!   `reqwest_resilience::breaker` (INFO; WARN when a circuit opens), with the
-//!   fields `gate`, `host`, `from` and `to`.
-//!
-//! Time is the policy's clock ([`GateScope::now`]), so a test that injects a
-//! [`VirtualClock`](crate::VirtualClock) drives the break without waiting.
-//!
-//! ```
-//! use std::time::Duration;
-//! use reqwest_resilience::{CircuitBreaker, CircuitState, RetryPolicy};
-//!
-//! let breaker = CircuitBreaker::builder()
-//!     .failure_ratio(0.5)
-//!     .minimum_throughput(20)
-//!     .break_duration(Duration::from_secs(5))
-//!     .build()?;
-//! // The policy holds a handle; keep another to read or force the state.
-//! let policy = RetryPolicy::builder().gate(breaker.clone()).build()?;
-//! assert_eq!(breaker.state("api.example.com"), CircuitState::Closed);
-//! breaker.isolate(); // maintenance: refuse everything, send nothing
-//! assert_eq!(breaker.state("api.example.com"), CircuitState::Isolated);
-//! breaker.reset();
-//! # drop(policy);
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+//! A circuit breaker gate: when most attempts to a service fail, stop sending the first
+//! attempts too. The behaviour is documented on [`CircuitBreaker`].
 
 use std::collections::HashMap;
 use std::fmt;
@@ -93,11 +31,81 @@ const MAX_SAMPLING: Duration = Duration::from_secs(3600);
 const MIN_BREAK: Duration = Duration::from_millis(10);
 const MAX_BREAK: Duration = Duration::from_secs(86_400);
 
-/// A circuit breaker, usable as a [`Gate`] (name `circuit_breaker`).
+/// A circuit breaker: when most attempts to a service fail, stop sending the first
+/// attempts too.
+///
+/// The [`RetryBudget`](crate::RetryBudget) keeps *retries* to a tenth of the
+/// traffic, so a total outage costs a dead service about 1.1 requests per intent
+/// instead of 3. But every first attempt still goes out: the service keeps
+/// receiving all the traffic it fell over under, and every caller pays an attempt
+/// (often a whole attempt timeout) to learn what the last hundred intents already
+/// knew. A breaker remembers: once the failure ratio over a recent window is high
+/// enough, it refuses attempts locally (nothing is sent, the outcome is known)
+/// until a break has passed, then lets a bounded number of *probes* through; a
+/// probe that succeeds closes the circuit, one that fails opens it again.
+///
+/// The model is Polly 8's breaker, which Microsoft.Extensions.Http.Resilience puts
+/// in its standard pipeline: a **failure ratio** over a **sampling duration**
+/// (counted in 10 time buckets, so memory is constant and old outcomes fall out a
+/// bucket at a time), a **minimum throughput** below which the circuit never opens
+/// (a handful of failures proves nothing), a **break duration**, then half-open.
+///
+/// * It counts **attempts**, not intents: every attempt's outcome arrives through
+///   [`Gate::attempt_finished`], retries included. A failure is an attempt the
+///   crate calls *struggling* — a transport failure or a transient status (408,
+///   429, 502, 503, 504 and whatever else the policy treats as transient) — and
+///   never a 409 "same key still in progress" (the server is healthy and
+///   executing) nor another 4xx; those count as successes.
+/// * The ratio is compared in exact integer arithmetic (millionths): the circuit
+///   opens when `failures / attempts >= failure_ratio` and `attempts >=
+///   minimum_throughput` over the window, checked when a failure arrives.
+/// * A refused attempt carries the time until the next probe may go
+///   ([`GateRefusal::retry_after`]); the error says
+///   [`is_gate_refused`](crate::Error::is_gate_refused).
+/// * With [`per_host(true)`](CircuitBreakerBuilder::per_host) (the default) every
+///   host has its own circuit, so one dead host does not refuse intents to
+///   healthy ones. **A host whose traffic stays under the minimum throughput
+///   within the sampling duration never opens its circuit**, however many of its
+///   attempts fail: the budget and max attempts are all that protect it.
+/// * [`isolate`](CircuitBreaker::isolate) forces every circuit open until
+///   [`reset`](CircuitBreaker::reset), which also closes them all;
+///   [`state`](CircuitBreaker::state) reads one.
+/// * In half-open the first outcome to arrive decides, as in Polly: a success
+///   closes the circuit (with an empty window), a failure opens it for another
+///   break. The gate cannot tell a probe's outcome from the late outcome of an
+///   attempt admitted before the circuit opened. A probe whose outcome never
+///   arrives (a later gate refused it, the caller dropped the intent) stops
+///   counting after one break duration, and another probe may go.
+/// * Every change of state is a `tracing` event with target
+///   `reqwest_resilience::breaker` (INFO; WARN when a circuit opens), with the
+///   fields `gate`, `host`, `from` and `to`.
+///
+/// Time is the policy's clock ([`GateScope::now`]), so a test that injects a
+/// [`VirtualClock`](crate::VirtualClock) drives the break without waiting.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use reqwest_resilience::{CircuitBreaker, CircuitState, RetryPolicy};
+///
+/// let breaker = CircuitBreaker::builder()
+///     .failure_ratio(0.5)
+///     .minimum_throughput(20)
+///     .break_duration(Duration::from_secs(5))
+///     .build()?;
+/// // The policy holds a handle; keep another to read or force the state.
+/// let policy = RetryPolicy::builder().gate(breaker.clone()).build()?;
+/// assert_eq!(breaker.state("api.example.com"), CircuitState::Closed);
+/// breaker.isolate(); // maintenance: refuse everything, send nothing
+/// assert_eq!(breaker.state("api.example.com"), CircuitState::Isolated);
+/// breaker.reset();
+/// # drop(policy);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// Cloning is cheap and yields a handle to the *same* breaker: give one clone to
 /// [`RetryPolicyBuilder::gate`](crate::RetryPolicyBuilder::gate) and keep another
-/// to read or force its state. See the [module docs](self) for the behaviour.
+/// to read or force its state.
 ///
 /// # Defaults
 ///

@@ -1,54 +1,5 @@
-//! Adaptive throttling: reject locally, with a probability that grows as the
-//! backend accepts less of what it is sent.
-//!
-//! Google's SRE book ("Handling Overload", client-side throttling) has every
-//! client remember, over a recent window, how many **requests** the application
-//! asked for and how many the backend **accepted**, and reject a new request
-//! locally with probability
-//!
-//! ```text
-//! max(0, (requests − K · accepts) / (requests + 1))
-//! ```
-//!
-//! While the backend accepts everything the probability is 0 (K ≥ 1). With K = 2
-//! local rejection starts only once more than half of the requests fail, and the
-//! backend then keeps receiving about K times what it accepts: enough to notice
-//! when it recovers, far less than a full retry storm. Rejected requests count
-//! as requests, so a backend that accepts nothing is sent almost nothing.
-//!
-//! Here a *request* is an **attempt** (first attempts and retries alike): one the
-//! throttle rejected, counted when it rejects it, or one that went out, counted
-//! when its outcome arrives ([`Gate::attempt_finished`]). Attempts still in
-//! flight are not counted yet: otherwise a burst of first attempts at start-up
-//! (requests counted, no accept arrived yet) would already be throttled, and
-//! every rejection would push the probability higher — a spiral the formula is
-//! slow to leave. An *accept* is an attempt whose outcome was not *struggling*:
-//! a response that is neither a transient status nor a transport failure — a
-//! 409 "in progress" or a 404 is an accept, the backend did its job. Counts live
-//! in 10 buckets of `window / 10` each.
-//!
-//! Once the probability is near 1 (the backend accepted nothing for a whole
-//! window), only about one attempt in `requests + 1` goes out, and each accept
-//! lowers it by K requests' worth: after an outage the throttle eases off over
-//! several windows, not at once (see P9 in the benchmark).
-//!
-//! Unlike a circuit breaker the throttle has no break and no probe: it eases off
-//! as the accepts come back, so after an outage it recovers over about half a
-//! window rather than at once. Its randomness can be seeded
-//! ([`AdaptiveThrottleBuilder::seed`]) for repeatable tests and benchmarks.
-//!
-//! ```
-//! use std::time::Duration;
-//! use reqwest_resilience::{AdaptiveThrottle, RetryPolicy};
-//!
-//! let throttle = AdaptiveThrottle::builder()
-//!     .k(2.0)
-//!     .window(Duration::from_secs(10))
-//!     .build()?;
-//! let policy = RetryPolicy::builder().gate(throttle).build()?;
-//! # drop(policy);
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+//! Adaptive throttling (Google SRE client-side throttling) as a gate. The behaviour
+//! is documented on [`AdaptiveThrottle`].
 
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -71,11 +22,61 @@ const MIN_WINDOW: Duration = Duration::from_millis(500);
 const MAX_WINDOW: Duration = Duration::from_secs(3600);
 const MAX_K: f64 = 1000.0;
 
-/// Client-side adaptive throttling (Google SRE), usable as a [`Gate`] (name
-/// `adaptive_throttle`).
+/// Adaptive throttling: reject locally, with a probability that grows as the
+/// backend accepts less of what it is sent.
+///
+/// Google's SRE book ("Handling Overload", client-side throttling) has every
+/// client remember, over a recent window, how many **requests** the application
+/// asked for and how many the backend **accepted**, and reject a new request
+/// locally with probability
+///
+/// ```text
+/// max(0, (requests − K · accepts) / (requests + 1))
+/// ```
+///
+/// While the backend accepts everything the probability is 0 (K ≥ 1). With K = 2
+/// local rejection starts only once more than half of the requests fail, and the
+/// backend then keeps receiving about K times what it accepts: enough to notice
+/// when it recovers, far less than a full retry storm. Rejected requests count
+/// as requests, so a backend that accepts nothing is sent almost nothing.
+///
+/// Here a *request* is an **attempt** (first attempts and retries alike): one the
+/// throttle rejected, counted when it rejects it, or one that went out, counted
+/// when its outcome arrives ([`Gate::attempt_finished`]). Attempts still in
+/// flight are not counted yet: otherwise a burst of first attempts at start-up
+/// (requests counted, no accept arrived yet) would already be throttled, and
+/// every rejection would push the probability higher — a spiral the formula is
+/// slow to leave. An *accept* is an attempt whose outcome was not *struggling*:
+/// a response that is neither a transient status nor a transport failure — a
+/// 409 "in progress" or a 404 is an accept, the backend did its job. Counts live
+/// in 10 buckets of `window / 10` each.
+///
+/// Once the probability is near 1 (the backend accepted nothing for a whole
+/// window), only about one attempt in `requests + 1` goes out, and each accept
+/// lowers it by K requests' worth: after an outage the throttle eases off over
+/// several windows, not at once (see P9 in the benchmark).
+///
+/// Unlike a circuit breaker the throttle has no break and no probe: it eases off
+/// as the accepts come back, so after an outage it recovers over about half a
+/// window rather than at once. Its randomness can be seeded
+/// ([`AdaptiveThrottleBuilder::seed`]) for repeatable tests and benchmarks.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use reqwest_resilience::{AdaptiveThrottle, RetryPolicy};
+///
+/// let throttle = AdaptiveThrottle::builder()
+///     .k(2.0)
+///     .window(Duration::from_secs(10))
+///     .build()?;
+/// let policy = RetryPolicy::builder().gate(throttle).build()?;
+/// # drop(policy);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// Cloning is cheap and yields a handle to the *same* throttle (one window for
-/// every host of the policies holding it). See the [module docs](self).
+/// every host of the policies holding it).
 ///
 /// # Defaults
 ///

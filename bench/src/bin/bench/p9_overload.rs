@@ -119,7 +119,7 @@ impl Phases {
                 down: Duration::from_secs(6),
                 after: Duration::from_secs(7),
                 settle: Duration::from_secs(2),
-                random_503_intents: 20_000,
+                random_503_intents: 10_000,
                 random_5pct_intents: 60_000,
             }
         } else {
@@ -550,7 +550,7 @@ pub async fn run(plan: &Plan, report: &mut Report) {
          Policy defaults (3 attempts, full jitter 100 ms–2 s, 30 s deadline, 10 % budget) \
          plus the row's gate. Outage run: open-loop Poisson arrivals at {RATE:.0} intents/s \
          (seeded), real time: healthy {h} s, down {d} s (`503` without Retry-After for \
-         {d2} s, then connection refused: listener closed, connections dropped), healthy \
+         {d2:.1} s, then connection refused: listener closed, connections dropped), healthy \
          {a} s. Attempts per intent: the client's attempts of the intents arriving from \
          {s} s after the outage starts to its end. Recovery: from the server's recovery to \
          the first 500 ms bin of arrivals from which every bin has ≥ 99 % successes. \
@@ -561,7 +561,7 @@ pub async fn run(plan: &Plan, report: &mut Report) {
          and is not a row.{quick}\n\n",
         h = phases.healthy.as_secs(),
         d = phases.down.as_secs(),
-        d2 = phases.down.as_secs() / 2,
+        d2 = phases.down.as_secs_f64() / 2.0,
         a = phases.after.as_secs(),
         s = phases.settle.as_secs(),
         n20 = phases.random_503_intents,
