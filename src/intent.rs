@@ -106,7 +106,9 @@ impl<T: Transport> Intent<T> {
             retry_cause: None,
         };
         if let Err(refusal) = gate::admit_all(&policy.gates, &admission) {
-            tracing::warn!(
+            // DEBUG: an open breaker refuses every intent; the breaker itself logs
+            // its state changes.
+            tracing::debug!(
                 gate = refusal.gate(),
                 "a gate held back the first attempt; nothing was sent"
             );
@@ -114,7 +116,16 @@ impl<T: Transport> Intent<T> {
                 log: AttemptLog::new(self.key.clone()),
                 ..GiveUpContext::nothing_sent()
             };
-            return Err(Error::gate_refused(refusal, LastResult::Nothing, context));
+            let result = Err(Error::gate_refused(refusal, LastResult::Nothing, context));
+            // Only the synchronous end hook: no observer started, none wrote anything.
+            observers.finished_unstarted(&IntentEnd {
+                intent_id,
+                elapsed: Duration::ZERO,
+                method: self.request.method(),
+                url: self.request.url(),
+                result: &result,
+            });
+            return result;
         }
 
         // 3. Observers' `started`.

@@ -165,6 +165,7 @@
 
 mod attempt_log;
 mod backoff;
+mod breaker;
 mod budget;
 mod classify;
 mod client;
@@ -185,6 +186,7 @@ mod retry_after;
 mod sleeper;
 mod telemetry;
 mod template;
+mod throttle;
 mod transport;
 
 #[cfg(feature = "serde")]
@@ -198,6 +200,7 @@ pub use attempt_log::{
     AttemptLog, AttemptOutcome, AttemptRecord, DelayReason, ResponseExt, ScheduledDelay,
 };
 pub use backoff::{Backoff, Delays};
+pub use breaker::{CircuitBreaker, CircuitBreakerBuilder, CircuitState, InvalidBreaker};
 pub use budget::{InvalidBudget, RetryBudget, RetryBudgetBuilder};
 pub use classify::{
     is_idempotent_method, AttemptResult, AttemptView, Classifier, Decision, StatusSet,
@@ -218,6 +221,7 @@ pub use retry_after::{
     parse_retry_after, parse_retry_after_bytes, retry_after_of, RETRY_AFTER_SATURATION,
 };
 pub use sleeper::{RecordingSleeper, Sleep, Sleeper, TokioSleeper};
+pub use throttle::{AdaptiveThrottle, AdaptiveThrottleBuilder, InvalidThrottle};
 
 #[cfg(feature = "serde")]
 pub use config::{ConfigError, RetryPolicyConfig};

@@ -125,7 +125,9 @@ pub trait IntentObserver: Send + Sync + 'static {
     /// Once, when the intent ends with a response or an error, before `ended` and
     /// before the caller gets the result. Synchronous, like `attempt_finished`:
     /// the end hook for metrics. Called for every observer whose `started` ran (or
-    /// would have run: see [`needs_async_hooks`](Self::needs_async_hooks)).
+    /// would have run: see [`needs_async_hooks`](Self::needs_async_hooks)), and for
+    /// every observer when a gate held back the first attempt (then no `started`
+    /// ran and no `ended` follows).
     fn finished(&self, end: &IntentEnd<'_>) {
         let _ = end;
     }
@@ -501,6 +503,14 @@ impl<'p> Observers<'p> {
     /// Tells every observer that was reached how the intent ended, synchronously.
     pub(crate) fn finished(&self, end: &IntentEnd<'_>) {
         for observer in self.all().take(self.reached) {
+            observer.finished(end);
+        }
+    }
+
+    /// Tells every observer, synchronously, that a gate ended the intent before
+    /// any of them was reached.
+    pub(crate) fn finished_unstarted(&self, end: &IntentEnd<'_>) {
+        for observer in self.all() {
             observer.finished(end);
         }
     }

@@ -532,7 +532,8 @@ async fn a_gate_refusing_the_first_attempt_sends_nothing_and_no_observer_hears_o
         error.idempotency_key().is_some(),
         "the key is still reported"
     );
-    // Asked before any observer: a journal would have written nothing.
+    // Asked before any observer: a journal would have written nothing (`started`
+    // and `ended` never ran; only the synchronous end hook, for metrics).
     assert!(seen.events.lock().unwrap().is_empty());
     assert!(received(&server).await.is_empty());
     // The budget, asked after the refusing gate, was never charged.
@@ -647,6 +648,13 @@ async fn a_synchronous_observer_hears_attempts_scheduled_retries_and_the_end() {
         .mount(&server)
         .await;
     let observer = Arc::new(Heard::default());
+    // A gate that holds back the first attempt: the end hook still hears of it.
+    let (closed, _) = client_with(|p| p.gate(Closed).observer(Counter(observer.clone())));
+    assert!(closed.get(server.uri()).send().await.is_err());
+    let refused = std::mem::take(&mut *observer.events.lock().unwrap());
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(refused[0].starts_with("finished None of "), "{refused:?}");
+
     let (client, _) = client_with(|p| p.observer(Counter(observer.clone())));
     let response = client.get(server.uri()).send().await.unwrap();
     assert_eq!(response.status(), 200);

@@ -9,6 +9,7 @@ mod support;
 
 mod attempt_timeouts;
 mod bodies;
+mod breaker;
 mod budget;
 mod classification;
 mod deadline;

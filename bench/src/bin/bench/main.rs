@@ -36,6 +36,7 @@ mod p5_deadline;
 mod p6_contention;
 mod p7_memory;
 mod p8_allocations;
+mod p9_overload;
 mod picture;
 mod plan;
 mod profile;
@@ -169,6 +170,9 @@ fn main() {
         }
         if wanted("p7") {
             p7_memory::run(&server, &plan, &mut report).await;
+        }
+        if wanted("p9") {
+            p9_overload::run(&plan, &mut report).await;
         }
         if wanted("p10") {
             p10_durable::run(&server, &plan, &mut report).await;

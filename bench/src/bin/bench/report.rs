@@ -23,6 +23,12 @@ pub struct Summary {
     pub p7_kib: Option<i64>,
     /// Allocations per intent, reqwest-resilience minus bare reqwest.
     pub p8_allocs: Option<f64>,
+    /// P9, breaker row: attempts per intent in the outage's steady state.
+    pub p9_outage: Option<f64>,
+    /// P9, breaker row: seconds from recovery to 99 % successes.
+    pub p9_recovery_s: Option<f64>,
+    /// P9, breaker row: intents refused in the 5 % random-503 run.
+    pub p9_refused_at_5pct: Option<usize>,
     /// Durable intents/s ÷ the database's raw rows/s (P10).
     pub p10_sqlite: Option<f64>,
     pub p10_postgres: Option<f64>,
@@ -94,7 +100,8 @@ pub fn summary_line(s: &Summary) -> String {
     }
     format!(
         "SUMMARY p1={} p1_floor={} p2={} p2_floor={} p3={} p4_early={} p5_ms={} p6_full={} \
-         p6_decorrelated={} p7_kib={} p8_allocs={} p10_sqlite={} p10_postgres={}",
+         p6_decorrelated={} p7_kib={} p8_allocs={} p9_outage={} p9_recovery_s={} \
+         p9_refused_at_5pct={} p10_sqlite={} p10_postgres={}",
         or_na(s.p1, |v| format!("{v:.3}")),
         or_na(s.p1_floor, |v| format!("{v:.3}")),
         or_na(s.p2, |v| format!("{v:.3}")),
@@ -106,6 +113,9 @@ pub fn summary_line(s: &Summary) -> String {
         or_na(s.p6_decorrelated, |v| format!("{v:.0}")),
         or_na(s.p7_kib, |v| v.to_string()),
         or_na(s.p8_allocs, |v| format!("{v:.1}")),
+        or_na(s.p9_outage, |v| format!("{v:.3}")),
+        or_na(s.p9_recovery_s, |v| format!("{v:.1}")),
+        or_na(s.p9_refused_at_5pct, |v| v.to_string()),
         or_na(s.p10_sqlite, |v| format!("{v:.3}")),
         or_na(s.p10_postgres, |v| format!("{v:.3}")),
     )
