@@ -131,6 +131,8 @@ mod transport;
 
 #[cfg(feature = "serde")]
 mod config;
+#[cfg(feature = "metrics")]
+mod metrics;
 #[cfg(feature = "middleware")]
 mod middleware;
 #[cfg(feature = "testing")]
@@ -163,6 +165,8 @@ pub use sleeper::{RecordingSleeper, Sleep, Sleeper, TokioSleeper};
 
 #[cfg(feature = "serde")]
 pub use config::{ConfigError, RetryPolicyConfig};
+#[cfg(feature = "metrics")]
+pub use metrics::Metrics;
 #[cfg(feature = "middleware")]
 pub use middleware::ResilienceMiddleware;
 
