@@ -84,10 +84,14 @@ const OTHER: &str = "_OTHER";
 /// [`DURATION_BUCKETS`](Self::DURATION_BUCKETS) and
 /// [`ATTEMPT_BUCKETS`](Self::ATTEMPT_BUCKETS) (`examples/metrics_prometheus.rs`).
 ///
-/// Not recorded (yet): circuit breaker state changes. The observer hears how
-/// intents end, not gate state transitions; they are reserved as
-/// `reqwest_resilience.gate.state_changes` (counter, `reqwest_resilience.gate` and
-/// `reqwest_resilience.gate.state`) for when gates report them.
+/// Not recorded (yet), because observers are not told about them:
+/// - circuit breaker state changes: observers hear how intents end, not gate
+///   state transitions. The name `reqwest_resilience.gate.state_changes`
+///   (counter; `reqwest_resilience.gate`, `reqwest_resilience.gate.state`) is
+///   reserved for when gates report them.
+/// - intents that end before any observer is reached: a gate that holds back the
+///   *first* attempt (an open breaker), an invalid request or key. Gate refusals
+///   of retries are counted.
 ///
 /// # Cost
 ///
