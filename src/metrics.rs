@@ -308,7 +308,10 @@ impl ServerLabels {
             return labels;
         }
         if known.values().map(Vec::len).sum::<usize>() >= Metrics::MAX_SERVERS {
-            return (SharedString::const_str(OTHER), SharedString::const_str(OTHER));
+            return (
+                SharedString::const_str(OTHER),
+                SharedString::const_str(OTHER),
+            );
         }
         let server = Server {
             address: Arc::from(host),

@@ -9,8 +9,8 @@ use std::time::Duration;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use metrics_util::MetricKind;
 use reqwest_resilience::{
-    Backoff, Gate, GateRefusal, GateScope, Metrics, RecordingSleeper, ResilientClient,
-    RetryBudget, RetryPolicy, RetryPolicyBuilder,
+    Backoff, Gate, GateRefusal, GateScope, Metrics, RecordingSleeper, ResilientClient, RetryBudget,
+    RetryPolicy, RetryPolicyBuilder,
 };
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
@@ -91,7 +91,11 @@ fn labels(server: &MockServer, method: &str, extra: &[(&str, &str)]) -> Labels {
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
     .collect();
-    labels.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+    labels.extend(
+        extra
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+    );
     labels
 }
 
@@ -217,8 +221,8 @@ async fn a_success_after_a_retry_records_both_attempts_one_retry_and_no_give_up(
     let durations = recorded.samples(INTENT_DURATION, &intent);
     assert_eq!(durations.len(), 1);
     // The intent lasted at least its two attempts (the pause is recorded, not slept).
-    let attempts_total: f64 = recorded.samples(REQUEST_DURATION, &failed)[0]
-        + recorded.samples(REQUEST_DURATION, &ok)[0];
+    let attempts_total: f64 =
+        recorded.samples(REQUEST_DURATION, &failed)[0] + recorded.samples(REQUEST_DURATION, &ok)[0];
     assert!(durations[0] >= attempts_total, "{durations:?}");
 
     for name in [GIVE_UPS, OUTCOME_UNKNOWN, BUDGET_REFUSALS, GATE_REFUSALS] {
@@ -296,7 +300,11 @@ async fn a_budget_refusal_is_counted_once_as_a_give_up_and_a_refusal() {
     let recorded = Recorded::take(&snapshotter);
     let intent = labels(&server, "GET", &[]);
     assert_eq!(recorded.counter(BUDGET_REFUSALS, &intent), 1);
-    assert_eq!(recorded.series(GATE_REFUSALS), 0, "the budget is counted apart");
+    assert_eq!(
+        recorded.series(GATE_REFUSALS),
+        0,
+        "the budget is counted apart"
+    );
     let reason = labels(
         &server,
         "GET",
@@ -304,7 +312,11 @@ async fn a_budget_refusal_is_counted_once_as_a_give_up_and_a_refusal() {
     );
     assert_eq!(recorded.counter(GIVE_UPS, &reason), 1);
     assert_eq!(recorded.counter(OUTCOME_UNKNOWN, &intent), 1);
-    assert_eq!(recorded.series(RETRIES), 0, "the refused retry never happened");
+    assert_eq!(
+        recorded.series(RETRIES),
+        0,
+        "the refused retry never happened"
+    );
     let gave_up = labels(&server, "GET", &[("error.type", "budget_exhausted")]);
     assert_eq!(recorded.samples(INTENT_ATTEMPTS, &gave_up), vec![1.0]);
 }
@@ -371,11 +383,23 @@ async fn a_gate_refusal_is_counted_by_gate_name() {
     assert!(error.is_gate_refused(), "{error}");
 
     let recorded = Recorded::take(&snapshotter);
-    let gate = labels(&server, "GET", &[("reqwest_resilience.gate", "test_breaker")]);
+    let gate = labels(
+        &server,
+        "GET",
+        &[("reqwest_resilience.gate", "test_breaker")],
+    );
     assert_eq!(recorded.counter(GATE_REFUSALS, &gate), 1, "{recorded:?}");
     assert_eq!(recorded.series(GATE_REFUSALS), 1);
-    assert_eq!(recorded.series(BUDGET_REFUSALS), 0, "a gate is not the budget");
-    assert_eq!(recorded.series(RETRIES), 0, "the refused retry never happened");
+    assert_eq!(
+        recorded.series(BUDGET_REFUSALS),
+        0,
+        "a gate is not the budget"
+    );
+    assert_eq!(
+        recorded.series(RETRIES),
+        0,
+        "the refused retry never happened"
+    );
     let reason = labels(
         &server,
         "GET",
