@@ -271,34 +271,37 @@ impl IntentObserver for Metrics {
 /// shared (an `Arc` clone) afterwards; at most [`Metrics::MAX_SERVERS`] pairs.
 #[derive(Debug, Default)]
 struct ServerLabels {
-    /// host → (port → labels).
-    known: RwLock<HashMap<Box<str>, Vec<(Option<u16>, Server)>>>,
+    known: RwLock<ByHost>,
 }
 
-/// One host/port pair's label values.
-#[derive(Debug, Clone)]
+/// Each host's ports, with their labels.
+type ByHost = HashMap<Box<str>, Vec<Server>>;
+
+/// One host/port pair and its label values.
+#[derive(Debug)]
 struct Server {
-    address: Arc<str>,
-    port: Arc<str>,
+    port: Option<u16>,
+    address_label: Arc<str>,
+    port_label: Arc<str>,
 }
 
 impl Server {
     fn labels(&self) -> (SharedString, SharedString) {
         (
-            SharedString::from(self.address.clone()),
-            SharedString::from(self.port.clone()),
+            SharedString::from(Arc::clone(&self.address_label)),
+            SharedString::from(Arc::clone(&self.port_label)),
         )
     }
 }
 
 impl ServerLabels {
     fn get(&self, host: &str, port: Option<u16>) -> (SharedString, SharedString) {
-        let find = |known: &HashMap<Box<str>, Vec<(Option<u16>, Server)>>| {
+        let find = |known: &ByHost| {
             known
                 .get(host)?
                 .iter()
-                .find(|(p, _)| *p == port)
-                .map(|(_, server)| server.labels())
+                .find(|server| server.port == port)
+                .map(Server::labels)
         };
         if let Some(labels) = find(&self.known.read().unwrap_or_else(PoisonError::into_inner)) {
             return labels;
@@ -314,11 +317,12 @@ impl ServerLabels {
             );
         }
         let server = Server {
-            address: Arc::from(host),
-            port: Arc::from(port.map_or_else(String::new, |port| port.to_string())),
+            port,
+            address_label: Arc::from(host),
+            port_label: Arc::from(port.map_or_else(String::new, |port| port.to_string())),
         };
         let labels = server.labels();
-        known.entry(host.into()).or_default().push((port, server));
+        known.entry(host.into()).or_default().push(server);
         labels
     }
 }
