@@ -6,9 +6,10 @@
 //! cargo run -p reqwest-resilience-bench --release --bin metrics_overhead -- --rounds 30 --per-round 500
 //! ```
 //!
-//! P1's method on three rows: reqwest-resilience as the benchmark builds it
-//! (`Peer::Resilient`), the same with `Metrics` and no recorder installed (the
-//! observer's own work), and with `metrics-exporter-prometheus`'s recorder set for
+//! P1's method on four rows: reqwest-resilience as the benchmark builds it
+//! (`Peer::Resilient`), the same with an observer that does nothing (the loop's
+//! observer calls), with `Metrics` and no recorder installed (the observer's own
+//! work), and with `metrics-exporter-prometheus`'s recorder set for
 //! the client's thread (what a service pays). Rounds alternate the rows so drift
 //! hits each alike; the figures are medians over rounds of µs per request, wall and
 //! client-thread CPU, with each round's ratio to the row without metrics. The
@@ -19,7 +20,7 @@ use std::time::Instant;
 
 use metrics_exporter_prometheus::PrometheusBuilder;
 use reqwest::StatusCode;
-use reqwest_resilience::{Backoff, Metrics, ResilientClient, RetryPolicy};
+use reqwest_resilience::{Backoff, IntentObserver, Metrics, ResilientClient, RetryPolicy};
 use reqwest_resilience_bench::cpu::thread_cpu;
 use reqwest_resilience_bench::markdown::table;
 use reqwest_resilience_bench::peers::{self, Client, Peer, Settings};
@@ -59,12 +60,21 @@ fn parse_args() -> Result<Args, String> {
     Ok(args)
 }
 
-/// `Peer::Resilient`'s client with the `Metrics` observer attached.
-fn with_metrics() -> Arc<Client> {
+/// An observer with no work: what the loop's observer calls cost by themselves.
+struct Empty;
+
+impl IntentObserver for Empty {
+    fn needs_async_hooks(&self) -> bool {
+        false
+    }
+}
+
+/// `Peer::Resilient`'s client with `observer` attached.
+fn with_observer(observer: impl IntentObserver) -> Arc<Client> {
     let policy = RetryPolicy::builder()
         .max_attempts(Settings::COMPARABLE.max_attempts)
         .backoff(Backoff::full_jitter(peers::BASE, peers::CAP))
-        .observer(Metrics::new())
+        .observer(observer)
         .build()
         .expect("valid policy");
     let client = ResilientClient::from_builder(peers::bare_reqwest_builder(), policy)
@@ -97,20 +107,25 @@ fn main() {
     let prometheus = PrometheusBuilder::new().build_recorder();
     let handle = prometheus.handle();
     // (name, client, records into Prometheus)
-    let rows: [(&str, Arc<Client>, bool); 3] = [
+    let rows: [(&str, Arc<Client>, bool); 4] = [
         (
             "reqwest-resilience",
             peers::build(Peer::Resilient, Settings::COMPARABLE),
             false,
         ),
         (
+            "reqwest-resilience + an observer that does nothing",
+            with_observer(Empty),
+            false,
+        ),
+        (
             "reqwest-resilience + `Metrics`, no recorder",
-            with_metrics(),
+            with_observer(Metrics::new()),
             false,
         ),
         (
             "reqwest-resilience + `Metrics`, Prometheus recorder",
-            with_metrics(),
+            with_observer(Metrics::new()),
             true,
         ),
     ];
