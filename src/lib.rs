@@ -191,6 +191,8 @@ mod transport;
 
 #[cfg(feature = "serde")]
 mod config;
+#[cfg(feature = "metrics")]
+mod metrics;
 #[cfg(feature = "middleware")]
 mod middleware;
 #[cfg(feature = "testing")]
@@ -225,6 +227,8 @@ pub use throttle::{AdaptiveThrottle, AdaptiveThrottleBuilder, InvalidThrottle};
 
 #[cfg(feature = "serde")]
 pub use config::{ConfigError, RetryPolicyConfig};
+#[cfg(feature = "metrics")]
+pub use metrics::Metrics;
 #[cfg(feature = "middleware")]
 pub use middleware::ResilienceMiddleware;
 

@@ -17,8 +17,10 @@
 
 use std::fmt::Write as _;
 
+use metrics_exporter_prometheus::PrometheusBuilder;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use reqwest::StatusCode;
+use reqwest_resilience::{Backoff, Metrics, ResilientClient, RetryPolicy};
 use reqwest_resilience_bench::alloc_count::{count, Counting, CountingAllocator, Counts};
 use reqwest_resilience_bench::floor::{self, Step};
 use reqwest_resilience_bench::markdown::table;
@@ -50,6 +52,21 @@ const MAX_REQUESTS: usize = 1_000_000;
 enum Row {
     Peer(Peer),
     Floor(Step),
+    Metrics(Recorder),
+}
+
+/// reqwest-resilience with the `Metrics` observer attached, recording into this
+/// recorder (set for the client's thread only while its row runs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Recorder {
+    /// None installed: the facade's no-op; what the observer itself costs.
+    None,
+    /// `metrics-exporter-prometheus`'s recorder (no HTTP listener).
+    Prometheus,
+}
+
+impl Recorder {
+    const ALL: [Recorder; 2] = [Recorder::None, Recorder::Prometheus];
 }
 
 impl Row {
@@ -57,6 +74,10 @@ impl Row {
         match self {
             Row::Peer(peer) => peer.name(),
             Row::Floor(step) => step.name(),
+            Row::Metrics(Recorder::None) => "reqwest-resilience + `Metrics`, no recorder",
+            Row::Metrics(Recorder::Prometheus) => {
+                "reqwest-resilience + `Metrics`, Prometheus recorder"
+            }
         }
     }
 
@@ -65,6 +86,8 @@ impl Row {
         match self {
             Row::Peer(peer) => peer.short(),
             Row::Floor(step) => step.short(),
+            Row::Metrics(Recorder::None) => "resilience-metrics",
+            Row::Metrics(Recorder::Prometheus) => "resilience-metrics-prometheus",
         }
     }
 }
@@ -80,6 +103,22 @@ impl RowClient {
         match row {
             Row::Peer(peer) => RowClient::Peer(peers::build(peer, Settings::COMPARABLE)),
             Row::Floor(step) => RowClient::Floor(peers::bare_reqwest(), step),
+            // `Peer::Resilient`'s client (builder defaults but the attempts and the
+            // backoff) with the observer.
+            Row::Metrics(_) => {
+                let policy = RetryPolicy::builder()
+                    .max_attempts(Settings::COMPARABLE.max_attempts)
+                    .backoff(Backoff::full_jitter(peers::BASE, peers::CAP))
+                    .observer(Metrics::new())
+                    .build()
+                    .expect("valid policy");
+                let client = ResilientClient::from_builder(peers::bare_reqwest_builder(), policy)
+                    .expect("reqwest client");
+                RowClient::Peer(std::sync::Arc::new(Client::Resilient {
+                    client,
+                    deadline: None,
+                }))
+            }
         }
     }
 
@@ -136,6 +175,9 @@ fn parse_args() -> Result<Args, String> {
 }
 
 fn measure(runtime: &tokio::runtime::Runtime, url: &str, args: &Args, row: Row) -> Measured {
+    let prometheus = PrometheusBuilder::new().build_recorder();
+    let _recorder = (row == Row::Metrics(Recorder::Prometheus))
+        .then(|| metrics::set_default_local_recorder(&prometheus));
     let client = RowClient::build(row);
     runtime.block_on(async {
         let ok = client.run(url, args.warmup).await;
@@ -321,7 +363,8 @@ fn main() {
     let rows = PEERS
         .into_iter()
         .map(Row::Peer)
-        .chain(Step::ALL.into_iter().map(Row::Floor));
+        .chain(Step::ALL.into_iter().map(Row::Floor))
+        .chain(Recorder::ALL.into_iter().map(Row::Metrics));
     let measured: Vec<Measured> = rows
         .map(|row| measure(&runtime, &url, &args, row))
         .collect();
