@@ -65,8 +65,9 @@ const MAX_WINDOW: Duration = Duration::from_secs(3600);
 /// the one retrying). When the budget refuses a retry, the intent ends at once with
 /// [`Error::is_budget_exhausted`](crate::Error::is_budget_exhausted), carrying the
 /// last response or failure. A 409 "same key still in progress" is waited out
-/// without charging the budget. The budget is a [`RetryGate`]: your own gates (a
-/// circuit breaker) are asked before it, so it pays only for retries that happen.
+/// without charging the budget. The budget is a [`Gate`](crate::Gate): your own
+/// gates (a circuit breaker) are asked before it, so it pays only for attempts that
+/// happen; it deposits for every first attempt and never refuses one.
 ///
 /// # Defaults
 ///

@@ -89,9 +89,9 @@ const OTHER: &str = "_OTHER";
 ///   state transitions. The name `reqwest_resilience.gate.state_changes`
 ///   (counter; `reqwest_resilience.gate`, `reqwest_resilience.gate.state`) is
 ///   reserved for when gates report them.
-/// - intents that end before any observer is reached: a gate that holds back the
-///   *first* attempt (an open breaker), an invalid request or key. Gate refusals
-///   of retries are counted.
+/// - intents refused as invalid (a bad request or key) before any observer is
+///   reached. A gate that holds back the *first* attempt (an open breaker) is
+///   counted: observers' synchronous end hook hears of it.
 ///
 /// # Cost
 ///

@@ -432,3 +432,55 @@ async fn every_metric_is_described_with_its_unit() {
     assert_eq!(units[INTENT_DURATION], Some(metrics::Unit::Seconds));
     assert_eq!(units[INTENT_ATTEMPTS], Some(metrics::Unit::Count));
 }
+
+/// An open breaker's refusals (before the first attempt) are counted by gate.
+#[test]
+fn a_refused_first_attempt_is_counted_by_gate_name() {
+    struct Closed;
+    impl reqwest_resilience::Gate for Closed {
+        fn name(&self) -> &str {
+            "closed"
+        }
+        fn admit(
+            &self,
+            _: &reqwest_resilience::GateScope<'_>,
+        ) -> Result<(), reqwest_resilience::GateRefusal> {
+            Err(reqwest_resilience::GateRefusal::new("closed"))
+        }
+    }
+    let recorder = metrics_util::debugging::DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    metrics::with_local_recorder(&recorder, || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let client = reqwest_resilience::ResilientClient::with_policy(
+                reqwest_resilience::RetryPolicy::builder()
+                    .gate(Closed)
+                    .observer(reqwest_resilience::Metrics::new())
+                    .build()
+                    .unwrap(),
+            );
+            let error = client.get("http://127.0.0.1:9/").send().await.unwrap_err();
+            assert!(error.is_gate_refused());
+        });
+    });
+    let counted: Vec<String> = snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .filter(|(key, ..)| key.key().name() == "reqwest_resilience.intent.gate_refusals")
+        .flat_map(|(key, ..)| {
+            key.key()
+                .labels()
+                .map(|label| format!("{}={}", label.key(), label.value()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(
+        counted.contains(&"reqwest_resilience.gate=closed".to_owned()),
+        "{counted:?}"
+    );
+}
