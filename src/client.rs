@@ -556,4 +556,16 @@ mod tests {
             assert!(connect_timeout_for(Some(ms(attempt))) < ms(attempt));
         }
     }
+
+    /// The future a caller holds stays small: it is moved into the caller's own
+    /// future (and often into a spawned task). The bound is today's size in a
+    /// debug build (what `cargo test` measures) plus a margin; release builds are
+    /// smaller. Raise it only with a reason.
+    #[tokio::test]
+    async fn the_send_future_has_a_bounded_size() {
+        let client = ResilientClient::new();
+        let future = client.post("http://127.0.0.1:1/pay").body("{}").send();
+        let size = std::mem::size_of_val(&future);
+        assert!(size <= 2816, "the send future grew to {size} bytes");
+    }
 }

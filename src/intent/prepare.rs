@@ -1,0 +1,147 @@
+//! An intent's preparation: what the attempts need that can be decided without
+//! waiting, and each attempt's request as it leaves.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use super::{BodyFactory, Intent};
+use crate::deadline::Deadline;
+use crate::error::{Error, GiveUpReason};
+use crate::idempotency::IdempotencyKey;
+use crate::ids::RequestId;
+use crate::outgoing::{self, AttemptWire};
+use crate::policy::PolicyInner;
+use crate::template::Requests;
+use crate::transport::{Transport, TransportError};
+
+impl<T: Transport> Intent<T> {
+    /// Refuses a zero deadline and puts the key on the request, before anything
+    /// else sees it.
+    pub(super) fn add_key_header(&mut self) -> Result<(), Error> {
+        if self.deadline == Some(Duration::ZERO) {
+            return Err(Error::zero_deadline());
+        }
+        if let Some(key) = &self.key {
+            let value = key
+                .header_value(self.policy.settings.key_format)
+                .map_err(Error::invalid_key)?;
+            outgoing::put_key(&mut self.request, &self.policy.key_header, value);
+        }
+        Ok(())
+    }
+
+    /// Calls a `body_fn` factory once and, when it yields bytes, sends those same
+    /// bytes on every attempt (an observer that writes them down must see what goes
+    /// on the wire).
+    pub(super) fn body_into_bytes(&mut self) {
+        if let Some(factory) = &self.body_factory {
+            let body = factory();
+            if body.as_bytes().is_some() {
+                *self.request.body_mut() = Some(body);
+                self.body_factory = None;
+            }
+        }
+    }
+
+    /// Everything the attempts need that can be decided without waiting.
+    pub(super) fn prepare(self) -> Prepared<T> {
+        let Intent {
+            transport,
+            policy,
+            mut request,
+            body_factory,
+            key,
+            deadline,
+            observers: _,
+        } = self;
+        let attempt_timeout = outgoing::take_own_timeout(&mut request)
+            .or_else(|| policy.attempt_timeout_for(deadline));
+        // A streamed body is consumed by its one and only send; a factory makes a
+        // fresh one for every attempt (and replaces any body set by hand).
+        if body_factory.is_some() {
+            *request.body_mut() = None;
+        }
+        let replayable =
+            body_factory.is_some() || request.body().is_none_or(|body| body.as_bytes().is_some());
+        let method = request.method().clone();
+        let requests = if !replayable || policy.settings.max_attempts == 1 {
+            let url = request.url().clone();
+            Requests::Once(Some(request), url)
+        } else {
+            Requests::Template(request)
+        };
+        Prepared {
+            transport,
+            requests,
+            body_factory,
+            method,
+            key,
+            deadline,
+            attempt_timeout,
+            replayable,
+        }
+    }
+}
+
+/// An intent after the checks that need no waiting: what its attempts use.
+pub(super) struct Prepared<T> {
+    pub(super) transport: T,
+    pub(super) requests: Requests,
+    pub(super) body_factory: Option<BodyFactory>,
+    pub(super) method: http::Method,
+    /// Moves into the attempt log when the attempts start.
+    pub(super) key: Option<IdempotencyKey>,
+    pub(super) deadline: Option<Duration>,
+    /// Each attempt's timeout before it is cut to the time left: the request's
+    /// own, else the policy's for this deadline.
+    pub(super) attempt_timeout: Option<Duration>,
+    /// The body can be sent again (bytes, none, or a factory).
+    pub(super) replayable: bool,
+}
+
+impl<T: Transport> Prepared<T> {
+    pub(super) fn host(&self) -> &str {
+        self.requests.url().host_str().unwrap_or("")
+    }
+
+    /// Sends `attempt`'s request as `outgoing::dress` writes it, and returns the
+    /// transport's future; or why no attempt can start (the pause overran the
+    /// deadline, or a body that cannot be replayed was already sent).
+    pub(super) fn send_attempt(
+        &mut self,
+        policy: &PolicyInner,
+        deadline: &Deadline,
+        attempt: &Attempt,
+    ) -> Result<
+        impl Future<Output = Result<reqwest::Response, TransportError>> + Send + '_,
+        GiveUpReason,
+    > {
+        let timeout = deadline.attempt_timeout(attempt.started, self.attempt_timeout);
+        if timeout == Some(Duration::ZERO) {
+            return Err(GiveUpReason::DeadlineExceeded);
+        }
+        let mut request = self
+            .requests
+            .next()
+            .ok_or(GiveUpReason::BodyNotReplayable)?;
+        let wire = AttemptWire {
+            request_id_header: &policy.request_id_header,
+            request_id: attempt.request_id,
+            timeout,
+            transport_timeout: self.transport.timeout(),
+        };
+        outgoing::dress(
+            &mut request,
+            self.body_factory.as_ref().map(|make| make()),
+            wire,
+        );
+        Ok(self.transport.send(request))
+    }
+}
+
+/// One attempt's identity: its number, when it started, its request id.
+pub(super) struct Attempt {
+    pub(super) number: u32,
+    pub(super) started: Instant,
+    pub(super) request_id: RequestId,
+}
