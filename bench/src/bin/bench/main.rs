@@ -20,7 +20,9 @@
 //! Figures: P1 sequential overhead, P2 throughput at 32 tasks, P3 amplification in a
 //! total 503 outage, P4 Retry-After adherence, P5 deadline overshoot, P6 Brooker's
 //! contention simulation (virtual time), P7 memory growth, P8 allocations per
-//! intent. P8 needs a counting global allocator, and a global allocator applies to
+//! intent, P9 overload (budget, circuit breaker, adaptive throttle through an
+//! outage), P10 durable throughput (the journal on SQLite and PostgreSQL against
+//! the same database's raw rate). P8 needs a counting global allocator, and a global allocator applies to
 //! a whole binary, so it runs in a binary of its own (`p8_allocs`, see
 //! `src/bin/p8_allocs.rs`) that this one builds and runs as a child process (P1–P7
 //! keep the system allocator). The program prints one markdown table per figure and
@@ -53,7 +55,7 @@ use reqwest_resilience_bench::server::{self, Server};
 use plan::Plan;
 use report::{summary_line, Report};
 
-const USAGE: &str = "usage: bench [--quick] [--write] [--only p1,p2,…,p8] \
+const USAGE: &str = "usage: bench [--quick] [--write] [--only p1,p2,…,p10] \
                      [--profile bare|bare-timeout|floor|resilience|\
                      resilience-no-timer|reqwest-retry|builtin|backon N]";
 
