@@ -8,6 +8,7 @@
 mod file;
 mod migrate;
 mod queries;
+mod wal;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -98,11 +99,7 @@ impl SqliteStoreBuilder {
             conn.busy_timeout(store.busy_timeout)
                 .map_err(JournalError::storage)?;
             if self.path.is_some() {
-                // Switching to WAL needs the lock too: after the busy timeout.
-                conn.query_row("PRAGMA journal_mode = WAL", [], |row| {
-                    row.get::<_, String>(0)
-                })
-                .map_err(JournalError::storage)?;
+                wal::switch_to_wal(conn, store.busy_timeout)?;
             }
             conn.pragma_update(None, "synchronous", "FULL")
                 .map_err(JournalError::storage)?;
