@@ -12,6 +12,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::TryFutureExt;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::Method;
 use reqwest::IntoUrl;
@@ -526,8 +527,7 @@ impl Transport for ClientTransport {
         &mut self,
         request: reqwest::Request,
     ) -> impl Future<Output = Result<reqwest::Response, TransportError>> + Send {
-        let sending = self.http.execute(request);
-        async move { sending.await.map_err(TransportError::Reqwest) }
+        self.http.execute(request).map_err(TransportError::Reqwest)
     }
 
     fn timeout(&self) -> Option<Duration> {
@@ -558,14 +558,15 @@ mod tests {
     }
 
     /// The future a caller holds stays small: it is moved into the caller's own
-    /// future (and often into a spawned task). The bound is today's size in a
-    /// debug build (what `cargo test` measures) plus a margin; release builds are
-    /// smaller. Raise it only with a reason.
+    /// future (and often into a spawned task), and each move copies all of it. The
+    /// bound is today's size (debug and release alike) plus a margin; it was 2640
+    /// bytes while the future held the intent twice (see `intent::Ready::run`).
+    /// Raise it only with a reason.
     #[tokio::test]
     async fn the_send_future_has_a_bounded_size() {
         let client = ResilientClient::new();
         let future = client.post("http://127.0.0.1:1/pay").body("{}").send();
         let size = std::mem::size_of_val(&future);
-        assert!(size <= 2816, "the send future grew to {size} bytes");
+        assert!(size <= 1664, "the send future grew to {size} bytes");
     }
 }

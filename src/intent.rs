@@ -5,7 +5,9 @@
 //! outside the loop plugs in through a trait (`gate::Gate`,
 //! `observer::IntentObserver`, `transport::Transport`):
 //!
-//! 1. prepare: the key header, the body (observers may need its bytes);
+//! 1. prepare, in `send()` itself (nothing in it waits, and the future then holds
+//!    only the prepared intent): the key header, the body (observers may need its
+//!    bytes), the attempts' timeout;
 //! 2. admission: may the first attempt go out at all? (the gates; before any
 //!    observer, so that a refused intent leaves nothing behind);
 //! 3. observers' `started` (each may refuse: nothing is sent);
@@ -21,6 +23,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures_util::future::Either;
 use tracing::Instrument;
 
 use crate::attempt_log::AttemptLog;
@@ -40,7 +43,7 @@ use crate::transport::{Transport, TransportError};
 mod prepare;
 mod state;
 
-use prepare::{Attempt, Prepared};
+use prepare::{Attempt, Prepared, Ready};
 use state::LoopState;
 
 /// Produces a fresh body for every attempt (see `RequestBuilder::body_fn`).
@@ -59,7 +62,7 @@ pub(crate) struct Intent<T> {
 }
 
 /// Runs an intent (or reports why it could not be built), as the future the caller
-/// awaits. The deadline counts from this call.
+/// awaits. The deadline counts from this call, and step 1 runs in it.
 pub(crate) fn start<T: Transport>(
     intent: Result<Intent<T>, Error>,
 ) -> impl Future<Output = Result<reqwest::Response, Error>> + Send {
@@ -72,123 +75,130 @@ pub(crate) fn start<T: Transport>(
         ),
         Err(_) => tracing::Span::none(),
     };
-    let intent = intent.map(|intent| {
+    // 1. Prepare.
+    let ready = intent.and_then(|intent| {
         let started = intent.policy.clock.now();
-        (intent, started)
+        intent.prepare(started)
     });
-    async move {
-        let (intent, started) = intent?;
-        intent.run(started).await
+    match ready {
+        Ok(ready) => Either::Left(ready.run().instrument(span)),
+        Err(error) => Either::Right(std::future::ready(Err(error))),
     }
-    .instrument(span)
 }
 
-impl<T: Transport> Intent<T> {
-    async fn run(mut self, started: Instant) -> Result<reqwest::Response, Error> {
-        // 1. Prepare.
-        self.add_key_header()?;
-        let policy = Arc::clone(&self.policy);
-        let mut observers = Observers::new(&policy.observers, std::mem::take(&mut self.observers));
-        if let Some(name) = observers.duplicate() {
-            return Err(Error::duplicate_observer(name));
-        }
-        if observers.need_body_bytes() {
-            self.body_into_bytes();
-        }
-        let intent_id = RequestId::generate();
-        let deadline = Deadline::new(started, self.deadline);
-        let left = || deadline.remaining(policy.clock.now());
+impl<T: Transport> Ready<T> {
+    /// Steps 2–8. A block over `self` rather than an `async fn`: an `async fn`
+    /// would hold its argument twice in the future (the argument, and the local it
+    /// is moved to), and every move of the caller's future copies all of it.
+    #[allow(clippy::manual_async_fn)] // on purpose, as said above
+    fn run(mut self) -> impl Future<Output = Result<reqwest::Response, Error>> + Send {
+        async move {
+            let prepared = &mut self.attempts;
+            let policy = &*self.policy;
+            let started = self.started;
+            let mut observers =
+                Observers::new(&policy.observers, std::mem::take(&mut self.observers));
+            let intent_id = RequestId::generate();
+            let deadline = Deadline::new(started, prepared.deadline);
+            let left = || deadline.remaining(policy.clock.now());
 
-        // 2. Admission of the first attempt.
-        let admission = GateScope {
-            host: self.request.url().host_str().unwrap_or(""),
-            now: started,
-            attempt: 1,
-            retry_cause: None,
-        };
-        if let Err(refusal) = gate::admit_all(&policy.gates, &admission) {
-            // DEBUG: an open breaker refuses every intent; the breaker itself logs
-            // its state changes.
-            tracing::debug!(
-                gate = refusal.gate(),
-                "a gate held back the first attempt; nothing was sent"
-            );
-            let context = GiveUpContext {
-                log: AttemptLog::new(self.key.clone()),
-                ..GiveUpContext::nothing_sent()
+            // 2. Admission of the first attempt.
+            let admission = GateScope {
+                host: prepared.host(),
+                now: started,
+                attempt: 1,
+                retry_cause: None,
             };
-            let result = Err(Error::gate_refused(refusal, LastResult::Nothing, context));
-            // Only the synchronous end hook: no observer started, none wrote anything.
-            observers.finished_unstarted(&IntentEnd {
+            if let Err(refusal) = gate::admit_all(&policy.gates, &admission) {
+                // DEBUG: an open breaker refuses every intent; the breaker itself logs
+                // its state changes.
+                tracing::debug!(
+                    gate = refusal.gate(),
+                    "a gate held back the first attempt; nothing was sent"
+                );
+                let context = GiveUpContext {
+                    log: AttemptLog::new(prepared.key.take()),
+                    ..GiveUpContext::nothing_sent()
+                };
+                let result = Err(Error::gate_refused(refusal, LastResult::Nothing, context));
+                // Only the synchronous end hook: no observer started, none wrote anything.
+                observers.finished_unstarted(&IntentEnd {
+                    intent_id,
+                    elapsed: Duration::ZERO,
+                    method: &prepared.method,
+                    url: prepared.requests.url(),
+                    result: &result,
+                });
+                return result;
+            }
+
+            // 3. Observers' `started`.
+            let refused = match prepared.requests.unsent() {
+                Some(request) if observers.need_waiting() => {
+                    let start = IntentStart {
+                        intent_id,
+                        key: prepared.key.as_ref(),
+                        key_header: &policy.key_header,
+                        request,
+                        body: request.body().and_then(reqwest::Body::as_bytes),
+                        deadline: prepared.deadline,
+                    };
+                    // Boxed: only intents with async observers pay for holding this future.
+                    Box::pin(observers.start(&start, left)).await.err()
+                }
+                // (No attempt has taken the request yet: `unsent` is always `Some` here.)
+                _ => {
+                    observers.start_without_waiting();
+                    None
+                }
+            };
+
+            // 4–7. The attempts.
+            let result = match refused {
+                None => attempt_loop(prepared, policy, &observers, started, intent_id).await,
+                Some(refused) => {
+                    let log = AttemptLog::new(prepared.key.take());
+                    let elapsed = policy.clock.now().saturating_duration_since(started);
+                    Err(match refused {
+                        StartRefused::Refused(why) => {
+                            tracing::warn!(
+                                "an intent observer refused the intent; nothing was sent"
+                            );
+                            Error::observer_refused(why, log)
+                        }
+                        StartRefused::OutOfTime => {
+                            tracing::warn!("an intent observer's `started` outlived the deadline");
+                            Error::observer_overran_deadline(log, elapsed)
+                        }
+                    })
+                }
+            };
+
+            // 8. Observers hear how it ended.
+            if observers.is_empty() {
+                return result;
+            }
+            let mut result = result;
+            let end = IntentEnd {
                 intent_id,
-                elapsed: Duration::ZERO,
-                method: self.request.method(),
-                url: self.request.url(),
+                elapsed: policy.clock.now().saturating_duration_since(started),
+                method: &prepared.method,
+                url: prepared.requests.url(),
                 result: &result,
-            });
-            return result;
-        }
-
-        // 3. Observers' `started`.
-        let refused = if observers.need_waiting() {
-            let start = IntentStart {
-                intent_id,
-                key: self.key.as_ref(),
-                key_header: &policy.key_header,
-                request: &self.request,
-                body: self.request.body().and_then(reqwest::Body::as_bytes),
-                deadline: self.deadline,
             };
+            observers.finished(&end);
             // Boxed: only intents with async observers pay for holding this future.
-            Box::pin(observers.start(&start, left)).await.err()
-        } else {
-            observers.start_without_waiting();
-            None
-        };
-
-        // 4–7. The attempts.
-        let mut prepared = self.prepare();
-        let result = match refused {
-            None => attempt_loop(&mut prepared, &policy, &observers, started, intent_id).await,
-            Some(refused) => {
-                let log = AttemptLog::new(prepared.key.take());
-                let elapsed = policy.clock.now().saturating_duration_since(started);
-                Err(match refused {
-                    StartRefused::Refused(why) => {
-                        tracing::warn!("an intent observer refused the intent; nothing was sent");
-                        Error::observer_refused(why, log)
-                    }
-                    StartRefused::OutOfTime => {
-                        tracing::warn!("an intent observer's `started` outlived the deadline");
-                        Error::observer_overran_deadline(log, elapsed)
-                    }
-                })
+            let all_heard =
+                !observers.need_waiting() || Box::pin(observers.ended(&end, left)).await;
+            if !all_heard {
+                // An observer that did not record the end (a journal) may resume the
+                // intent later: the caller must not take "nothing happened" for granted.
+                if let Err(error) = &mut result {
+                    error.mark_outcome_unknown();
+                }
             }
-        };
-
-        // 8. Observers hear how it ended.
-        if observers.is_empty() {
-            return result;
+            result
         }
-        let mut result = result;
-        let end = IntentEnd {
-            intent_id,
-            elapsed: policy.clock.now().saturating_duration_since(started),
-            method: &prepared.method,
-            url: prepared.requests.url(),
-            result: &result,
-        };
-        observers.finished(&end);
-        // Boxed: only intents with async observers pay for holding this future.
-        let all_heard = !observers.need_waiting() || Box::pin(observers.ended(&end, left)).await;
-        if !all_heard {
-            // An observer that did not record the end (a journal) may resume the
-            // intent later: the caller must not take "nothing happened" for granted.
-            if let Err(error) = &mut result {
-                error.mark_outcome_unknown();
-            }
-        }
-        result
     }
 }
 

@@ -433,6 +433,11 @@ impl<'p> Observers<'p> {
         }
     }
 
+    /// Gives back the intent's own observers (the runner borrows the policy's).
+    pub(crate) fn into_request_observers(self) -> Vec<Arc<dyn IntentObserver>> {
+        self.request
+    }
+
     fn all(&self) -> impl Iterator<Item = &Arc<dyn IntentObserver>> {
         self.policy.iter().chain(&self.request)
     }

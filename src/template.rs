@@ -21,6 +21,14 @@ impl Requests {
         }
     }
 
+    /// The request as it will leave, while no attempt has taken it.
+    pub(crate) fn unsent(&self) -> Option<&reqwest::Request> {
+        match self {
+            Self::Template(template) => Some(template),
+            Self::Once(request, _) => request.as_ref(),
+        }
+    }
+
     pub(crate) fn url(&self) -> &reqwest::Url {
         match self {
             Self::Template(template) => template.url(),

@@ -2,6 +2,7 @@
 //! waiting, and each attempt's request as it leaves.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{BodyFactory, Intent};
@@ -9,51 +10,45 @@ use crate::deadline::Deadline;
 use crate::error::{Error, GiveUpReason};
 use crate::idempotency::IdempotencyKey;
 use crate::ids::RequestId;
+use crate::observer::{IntentObserver, Observers};
 use crate::outgoing::{self, AttemptWire};
 use crate::policy::PolicyInner;
 use crate::template::Requests;
 use crate::transport::{Transport, TransportError};
 
 impl<T: Transport> Intent<T> {
-    /// Refuses a zero deadline and puts the key on the request, before anything
-    /// else sees it.
-    pub(super) fn add_key_header(&mut self) -> Result<(), Error> {
-        if self.deadline == Some(Duration::ZERO) {
-            return Err(Error::zero_deadline());
-        }
-        if let Some(key) = &self.key {
-            let value = key
-                .header_value(self.policy.settings.key_format)
-                .map_err(Error::invalid_key)?;
-            outgoing::put_key(&mut self.request, &self.policy.key_header, value);
-        }
-        Ok(())
-    }
-
-    /// Calls a `body_fn` factory once and, when it yields bytes, sends those same
-    /// bytes on every attempt (an observer that writes them down must see what goes
-    /// on the wire).
-    pub(super) fn body_into_bytes(&mut self) {
-        if let Some(factory) = &self.body_factory {
-            let body = factory();
-            if body.as_bytes().is_some() {
-                *self.request.body_mut() = Some(body);
-                self.body_factory = None;
-            }
-        }
-    }
-
-    /// Everything the attempts need that can be decided without waiting.
-    pub(super) fn prepare(self) -> Prepared<T> {
+    /// Step 1, done before the caller's future exists (so the future holds the
+    /// prepared intent only): refuses a zero deadline, an invalid key and an
+    /// observer that must be alone; puts the key on the request; makes a `body_fn`
+    /// body into bytes when an observer needs them; takes the request's own
+    /// timeout off it (it becomes the attempts' timeout).
+    pub(super) fn prepare(self, started: Instant) -> Result<Ready<T>, Error> {
         let Intent {
             transport,
             policy,
             mut request,
-            body_factory,
+            mut body_factory,
             key,
             deadline,
-            observers: _,
+            observers,
         } = self;
+        if deadline == Some(Duration::ZERO) {
+            return Err(Error::zero_deadline());
+        }
+        if let Some(key) = &key {
+            let value = key
+                .header_value(policy.settings.key_format)
+                .map_err(Error::invalid_key)?;
+            outgoing::put_key(&mut request, &policy.key_header, value);
+        }
+        let all = Observers::new(&policy.observers, observers);
+        if let Some(name) = all.duplicate() {
+            return Err(Error::duplicate_observer(name));
+        }
+        if all.need_body_bytes() {
+            body_into_bytes(&mut request, &mut body_factory);
+        }
+        let observers = all.into_request_observers();
         let attempt_timeout = outgoing::take_own_timeout(&mut request)
             .or_else(|| policy.attempt_timeout_for(deadline));
         // A streamed body is consumed by its one and only send; a factory makes a
@@ -70,17 +65,45 @@ impl<T: Transport> Intent<T> {
         } else {
             Requests::Template(request)
         };
-        Prepared {
-            transport,
-            requests,
-            body_factory,
-            method,
-            key,
-            deadline,
-            attempt_timeout,
-            replayable,
+        Ok(Ready {
+            attempts: Prepared {
+                transport,
+                requests,
+                body_factory,
+                method,
+                key,
+                deadline,
+                attempt_timeout,
+                replayable,
+            },
+            policy,
+            observers,
+            started,
+        })
+    }
+}
+
+/// Calls a `body_fn` factory once and, when it yields bytes, sends those same
+/// bytes on every attempt (an observer that writes them down must see what goes
+/// on the wire).
+fn body_into_bytes(request: &mut reqwest::Request, body_factory: &mut Option<BodyFactory>) {
+    if let Some(factory) = body_factory {
+        let body = factory();
+        if body.as_bytes().is_some() {
+            *request.body_mut() = Some(body);
+            *body_factory = None;
         }
     }
+}
+
+/// An intent after step 1: all its future holds.
+pub(super) struct Ready<T> {
+    pub(super) attempts: Prepared<T>,
+    pub(super) policy: Arc<PolicyInner>,
+    /// This intent's own observers (the policy's are told first).
+    pub(super) observers: Vec<Arc<dyn IntentObserver>>,
+    /// When `send()` was called: the deadline counts from here.
+    pub(super) started: Instant,
 }
 
 /// An intent after the checks that need no waiting: what its attempts use.
