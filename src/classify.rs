@@ -236,12 +236,10 @@ impl FromIterator<u16> for StatusSet {
     }
 }
 
-/// RFC 9110 §9.2.2: repeating these has the effect of sending them once.
+/// RFC 9110 §9.2.2: repeating these has the effect of sending them once (GET,
+/// HEAD, OPTIONS, TRACE, PUT, DELETE), as `http::Method::is_idempotent` lists them.
 pub fn is_idempotent_method(method: &Method) -> bool {
-    matches!(
-        *method,
-        Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE | Method::PUT | Method::DELETE
-    )
+    method.is_idempotent()
 }
 
 /// A policy's classification settings (see [`RetryPolicyBuilder`](crate::RetryPolicyBuilder)).

@@ -7,7 +7,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use http::StatusCode;
+use http::{Method, StatusCode};
 
 use crate::attempt_log::{AttemptLog, AttemptOutcome, ShortDuration};
 use crate::failure::{self, TransportFailure};
@@ -77,6 +77,8 @@ struct Inner {
     elapsed: Duration,
     /// The gate that held back the next attempt, for `BudgetExhausted` and `GateRefused`.
     refusal: Option<GateRefusal>,
+    /// The intent's method, once its attempts had begun (the give-up text names it).
+    method: Option<Method>,
 }
 
 /// Everything the retry loop knows when it gives up.
@@ -86,6 +88,8 @@ pub(crate) struct GiveUpContext {
     pub(crate) outcome_unknown: bool,
     pub(crate) elapsed: Duration,
     pub(crate) retry_after: Option<Duration>,
+    /// The intent's method; `None` when it ended before its attempts began.
+    pub(crate) method: Option<Method>,
 }
 
 /// How the last attempt ended, or what stopped the intent before one was sent.
@@ -117,6 +121,7 @@ impl Error {
                 outcome_unknown: context.outcome_unknown,
                 elapsed: context.elapsed,
                 refusal: None,
+                method: context.method,
             }),
         }
     }
@@ -187,6 +192,7 @@ impl Error {
             outcome_unknown: true,
             elapsed,
             retry_after: None,
+            method: None,
         };
         Self::give_up(GiveUpReason::DeadlineExceeded, LastResult::Nothing, context)
     }
@@ -401,6 +407,7 @@ impl GiveUpContext {
             outcome_unknown: false,
             elapsed: Duration::ZERO,
             retry_after: None,
+            method: None,
         }
     }
 }
@@ -416,7 +423,7 @@ impl GiveUpContext {
 /// ```text
 /// gave up after 3 attempts; last: timeout after 300ms; outcome unknown
 /// deadline exceeded (no time left for another attempt) after 2 attempts in 1.201s; last: timeout after 500ms; outcome unknown
-/// not retried after 1 attempt: the request had no idempotency key and may have reached the server, […]; last: timeout after 300ms; outcome unknown
+/// not retried after 1 attempt: the POST had no idempotency key and may have reached the server, […]; last: timeout after 300ms; outcome unknown
 /// not retried after 1 attempt: a retry would fail the same way; last: host api.example.com: TLS certificate not trusted (unknown issuer) (…); if the server uses a private CA […]
 /// ```
 impl fmt::Display for Error {
@@ -456,11 +463,10 @@ impl fmt::Display for Error {
                 "not retried after {attempts}: the body is a stream, already sent once, and \
                  cannot be sent again (build it with .body_fn(..) to make it replayable)"
             )?,
-            GiveUpReason::NotRetryable => write!(
-                f,
-                "not retried after {attempts}: {}",
-                self.why_not_retried()
-            )?,
+            GiveUpReason::NotRetryable => {
+                write!(f, "not retried after {attempts}: ")?;
+                self.write_why_not_retried(f)?;
+            }
             GiveUpReason::InvalidRequest => match &inner.last {
                 LastResult::InvalidKey(key_error) => write!(f, "invalid request: {key_error}")?,
                 LastResult::ZeroDeadline => {
@@ -499,15 +505,11 @@ impl fmt::Display for Error {
 
 impl Error {
     /// Why the last failure of a [`GiveUpReason::NotRetryable`] intent was not
-    /// retried, from what the error carries: the failure's kind and whether the
-    /// intent had a key.
-    ///
-    /// Without the method the error cannot tell "a POST without a key" from "a GET
-    /// your classifier stopped"; the first is by far the common case, and the text
-    /// states the rule rather than guessing the method.
-    fn why_not_retried(&self) -> &'static str {
+    /// retried, from what the error carries: the failure's kind, whether the intent
+    /// had a key, and its method.
+    fn write_why_not_retried(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let keyed = self.idempotency_key().is_some();
-        match self.transport_failure() {
+        let why = match self.transport_failure() {
             Some(TransportFailure::Other) if matches!(self.inner.last, LastResult::Other(_)) => {
                 "another middleware in the chain failed"
             }
@@ -524,13 +526,35 @@ impl Error {
                 "the failure is of a kind not known to be safe to retry"
             }
             Some(failure) if failure.may_have_reached_server() && !keyed => {
-                "the request had no idempotency key and may have reached the server, so it \
-                 is resent only if its method is idempotent (GET, HEAD, PUT, DELETE, OPTIONS, \
-                 TRACE); send a POST or PATCH with a key (the default) to make it retryable"
+                return match &self.inner.method {
+                    Some(method) if method.is_idempotent() => {
+                        f.write_str("the policy's classifier said not to")
+                    }
+                    Some(method) => write!(
+                        f,
+                        "the {method} had no idempotency key and may have reached the server, \
+                         so it was not resent (without a key only GET, HEAD, PUT, DELETE, \
+                         OPTIONS and TRACE are); send it with a key (the default) to make it \
+                         retryable"
+                    ),
+                    None => f.write_str(
+                        "the request had no idempotency key and may have reached the server, \
+                         so it is resent only if its method is idempotent (GET, HEAD, PUT, \
+                         DELETE, OPTIONS, TRACE); send a POST or PATCH with a key (the \
+                         default) to make it retryable",
+                    ),
+                };
             }
             Some(_) => "the policy's classifier said not to",
             None => "the failure is not transient",
-        }
+        };
+        f.write_str(why)
+    }
+
+    /// The intent's method, when its attempts had begun (`None` for an intent
+    /// refused before, e.g. an invalid key or a gate holding back the first attempt).
+    pub fn method(&self) -> Option<&Method> {
+        self.inner.method.as_ref()
     }
 
     /// `; last: …` for an intent whose last attempt got no response: what failed, in

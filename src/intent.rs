@@ -217,6 +217,7 @@ async fn attempt_loop<T: Transport>(
         log: AttemptLog::new(intent.key.take()),
         may_have_applied: false,
         started,
+        method: intent.method.clone(),
         rng: None,
         previous_backoff: None,
     };

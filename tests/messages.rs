@@ -10,7 +10,7 @@ use reqwest_resilience::{
     Backoff, RecordingSleeper, ResilientClient, ResponseExt, RetryPolicy, RetryPolicyBuilder,
     TransportFailure,
 };
-use wiremock::matchers::method;
+use wiremock::matchers::{any, method};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 // The field tests' certificate kit and rustls server (`tls_server` finds `certs` as
@@ -36,10 +36,10 @@ fn policy(sleeper: &RecordingSleeper) -> RetryPolicyBuilder {
         .no_budget()
 }
 
-/// A server whose answer comes later than any attempt timeout used here.
+/// A server whose answer (to any method) comes later than any attempt timeout used here.
 async fn slow_server() -> MockServer {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
+    Mock::given(any())
         .respond_with(ResponseTemplate::new(201).set_delay(Duration::from_secs(5)))
         .mount(&server)
         .await;
@@ -93,15 +93,64 @@ async fn an_unkeyed_post_that_timed_out_says_it_was_not_retried_for_want_of_a_ke
     assert!(error.is_not_retryable(), "{error}");
     assert_eq!(error.transport_failure(), Some(TransportFailure::Timeout));
     let text = error.to_string();
+    assert_eq!(error.method(), Some(&reqwest::Method::POST));
     assert!(
-        text.starts_with("not retried after 1 attempt: the request had no idempotency key"),
+        text.starts_with("not retried after 1 attempt: the POST had no idempotency key"),
         "{text}"
     );
-    assert!(text.contains("send a POST or PATCH with a key"), "{text}");
+    assert!(text.contains("send it with a key (the default)"), "{text}");
     assert!(text.contains("; last: timeout after "), "{text}");
     assert!(text.ends_with("; outcome unknown"), "{text}");
     assert_one_duration_format(&text);
     assert!(sleeper.delays().is_empty());
+}
+
+#[tokio::test]
+async fn the_give_up_text_names_the_method_it_was_about() {
+    let server = slow_server().await;
+    let sleeper = RecordingSleeper::new();
+    let client =
+        ResilientClient::with_policy(policy(&sleeper).attempt_timeout(300 * MS).build().unwrap());
+    let error = client
+        .patch(format!("{}/orders/7", server.uri()))
+        .without_idempotency_key()
+        .body(r#"{"status":"paid"}"#)
+        .send()
+        .await
+        .expect_err("the attempt times out");
+    let text = error.to_string();
+    assert!(
+        text.starts_with("not retried after 1 attempt: the PATCH had no idempotency key"),
+        "{text}"
+    );
+    assert_eq!(server.received_requests().await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn an_idempotent_method_stopped_by_the_classifier_says_so_not_want_of_a_key() {
+    let server = slow_server().await;
+    let sleeper = RecordingSleeper::new();
+    let stop_everything =
+        |_: &reqwest_resilience::AttemptView<'_>| Some(reqwest_resilience::Decision::Stop);
+    let client = ResilientClient::with_policy(
+        policy(&sleeper)
+            .attempt_timeout(300 * MS)
+            .classifier(stop_everything)
+            .build()
+            .unwrap(),
+    );
+    let error = client
+        .get(format!("{}/orders/7", server.uri()))
+        .send()
+        .await
+        .expect_err("the attempt times out");
+    assert!(error.idempotency_key().is_none(), "a GET gets no key");
+    let text = error.to_string();
+    assert!(
+        text.starts_with("not retried after 1 attempt: the policy's classifier said not to"),
+        "{text}"
+    );
+    assert!(!text.contains("idempotency key"), "{text}");
 }
 
 #[tokio::test]

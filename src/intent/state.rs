@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use http::Method;
 use rand::rngs::StdRng;
 
 use super::prepare::{Attempt, Prepared};
@@ -22,6 +23,8 @@ pub(super) struct LoopState {
     /// An attempt may have had an effect on the server (see `Error::is_outcome_unknown`).
     pub(super) may_have_applied: bool,
     pub(super) started: Instant,
+    /// The intent's method, for the give-up text.
+    pub(super) method: Method,
     /// Made on the first retry: an intent that succeeds at once draws no jitter
     /// (and, boxed, does not carry a random generator's state in its future).
     pub(super) rng: Option<Box<StdRng>>,
@@ -102,16 +105,13 @@ impl LoopState {
         drawn
     }
 
-    pub(super) fn context(
-        &mut self,
-        policy: &PolicyInner,
-        retry_after: Option<Duration>,
-    ) -> GiveUpContext {
+    fn context(&mut self, policy: &PolicyInner, retry_after: Option<Duration>) -> GiveUpContext {
         GiveUpContext {
             log: std::mem::take(&mut self.log),
             outcome_unknown: self.may_have_applied,
             elapsed: policy.clock.now().saturating_duration_since(self.started),
             retry_after,
+            method: Some(self.method.clone()),
         }
     }
 
