@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::attempt_log::AttemptOutcome;
 use crate::gate::{Gate, GateRefusal, GateScope};
+use crate::window::{Counts, Epochs, Window};
 
 /// The gate's name in refusals, logs and metrics.
 const NAME: &str = "circuit_breaker";
@@ -15,8 +16,6 @@ const NAME: &str = "circuit_breaker";
 const TARGET: &str = "reqwest_resilience::breaker";
 /// Fixed-point scale of the failure ratio (millionths).
 const SCALE: u64 = 1_000_000;
-/// Buckets in the sampling window.
-const BUCKETS: u64 = 10;
 /// Most hosts with a circuit of their own; further hosts share one.
 const MAX_HOSTS: usize = 1024;
 
@@ -195,12 +194,11 @@ struct Inner {
     failure_ratio: f64,
     ratio_scaled: u64,
     sampling_duration: Duration,
-    bucket_nanos: u64,
+    epochs: Epochs,
     minimum_throughput: u32,
     break_duration: Duration,
     probes: u32,
     per_host: bool,
-    origin: Instant,
     state: Mutex<State>,
 }
 
@@ -214,7 +212,7 @@ struct State {
 #[derive(Default)]
 struct Circuit {
     phase: Phase,
-    window: Window,
+    window: Window<Outcomes>,
 }
 
 #[derive(Default, Clone, Copy)]
@@ -243,47 +241,19 @@ impl Phase {
     }
 }
 
+/// What one bucket of a circuit's window counts.
 #[derive(Clone, Copy, Default)]
-struct Bucket {
-    epoch: u64,
+struct Outcomes {
     attempts: u64,
     failures: u64,
 }
 
-#[derive(Default)]
-struct Window {
-    latest: u64,
-    buckets: [Bucket; BUCKETS as usize],
-}
-
-impl Window {
-    /// Counts an outcome at `epoch` (never earlier than one already seen);
-    /// returns the (attempts, failures) over the window.
-    fn record(&mut self, epoch: u64, failed: bool) -> (u64, u64) {
-        self.latest = self.latest.max(epoch);
-        let epoch = self.latest;
-        let bucket = &mut self.buckets[(epoch % BUCKETS) as usize];
-        if bucket.epoch != epoch {
-            *bucket = Bucket {
-                epoch,
-                ..Bucket::default()
-            };
+impl Counts for Outcomes {
+    fn saturating_add(self, other: Self) -> Self {
+        Outcomes {
+            attempts: self.attempts.saturating_add(other.attempts),
+            failures: self.failures.saturating_add(other.failures),
         }
-        bucket.attempts = bucket.attempts.saturating_add(1);
-        bucket.failures = bucket.failures.saturating_add(u64::from(failed));
-        self.buckets
-            .iter()
-            .filter(|b| epoch.saturating_sub(b.epoch) < BUCKETS)
-            .fold((0, 0), |(a, f), b| {
-                (a.saturating_add(b.attempts), f.saturating_add(b.failures))
-            })
-    }
-
-    fn is_empty(&self, epoch: u64) -> bool {
-        let epoch = epoch.max(self.latest);
-        self.buckets
-            .iter()
-            .all(|b| b.attempts == 0 || epoch.saturating_sub(b.epoch) >= BUCKETS)
     }
 }
 
@@ -299,13 +269,7 @@ impl Inner {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn epoch(&self, now: Instant) -> u64 {
-        let nanos = u64::try_from(now.saturating_duration_since(self.origin).as_nanos())
-            .unwrap_or(u64::MAX);
-        nanos.checked_div(self.bucket_nanos).unwrap_or(0)
-    }
-
-    fn is_tripped(&self, attempts: u64, failures: u64) -> bool {
+    fn is_tripped(&self, Outcomes { attempts, failures }: Outcomes) -> bool {
         attempts >= u64::from(self.minimum_throughput)
             && u128::from(failures) * u128::from(SCALE)
                 >= u128::from(self.ratio_scaled) * u128::from(attempts)
@@ -352,8 +316,11 @@ impl Inner {
     fn finished(&self, circuit: &mut Circuit, now: Instant, failed: bool) -> Option<Change> {
         match circuit.phase {
             Phase::Closed => {
-                let (attempts, failures) = circuit.window.record(self.epoch(now), failed);
-                if failed && self.is_tripped(attempts, failures) {
+                let epoch = self.epochs.of(now);
+                let bucket = circuit.window.slot(epoch);
+                bucket.attempts = bucket.attempts.saturating_add(1);
+                bucket.failures = bucket.failures.saturating_add(u64::from(failed));
+                if failed && self.is_tripped(circuit.window.sum(epoch)) {
                     circuit.phase = Phase::Open {
                         until: now + self.break_duration,
                     };
@@ -397,8 +364,9 @@ impl State {
         if !self.hosts.contains_key(host) {
             if self.hosts.len() >= MAX_HOSTS {
                 // Forget closed circuits with nothing in their window.
-                self.hosts
-                    .retain(|_, c| !matches!(c.phase, Phase::Closed) || !c.window.is_empty(epoch));
+                self.hosts.retain(|_, c| {
+                    !matches!(c.phase, Phase::Closed) || c.window.sum(epoch).attempts > 0
+                });
             }
             if self.hosts.len() >= MAX_HOSTS {
                 return &mut self.shared;
@@ -533,7 +501,7 @@ impl Gate for CircuitBreaker {
         if state.isolated {
             return Err(GateRefusal::new(NAME));
         }
-        let epoch = inner.epoch(now);
+        let epoch = inner.epochs.of(now);
         let circuit = state.circuit_mut(scope.host(), inner.per_host, epoch);
         let (verdict, change) = inner.admit(circuit, now);
         drop(state);
@@ -548,7 +516,7 @@ impl Gate for CircuitBreaker {
         if state.isolated {
             return;
         }
-        let epoch = inner.epoch(now);
+        let epoch = inner.epochs.of(now);
         let circuit = state.circuit_mut(scope.host(), inner.per_host, epoch);
         let change = inner.finished(circuit, now, struggling);
         drop(state);
@@ -664,16 +632,11 @@ impl CircuitBreakerBuilder {
                 failure_ratio: self.failure_ratio,
                 ratio_scaled,
                 sampling_duration: self.sampling_duration,
-                bucket_nanos: u64::try_from(
-                    self.sampling_duration.as_nanos() / u128::from(BUCKETS),
-                )
-                .unwrap_or(u64::MAX)
-                .max(1),
+                epochs: Epochs::new(origin, self.sampling_duration),
                 minimum_throughput: self.minimum_throughput,
                 break_duration: self.break_duration,
                 probes: self.probes,
                 per_host: self.per_host,
-                origin,
                 state: Mutex::new(State::default()),
             }),
         }

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::gate::{Gate, GateRefusal, GateScope, RetryCause};
+use crate::window::{Counts, Epochs, Window};
 
 /// Default share of requests that may be retried.
 pub(crate) const DEFAULT_RATIO: f64 = 0.1;
@@ -19,8 +20,6 @@ pub(crate) const DEFAULT_RESERVE: u32 = 10;
 
 /// Fixed-point scale of the ratio: the ratio is kept in millionths.
 const SCALE: u64 = 1_000_000;
-/// Number of slots in a window.
-const SLOTS: u64 = 10;
 /// Maximum number of hosts with their own window when per-host.
 const MAX_SCOPES: usize = 1024;
 const MIN_WINDOW: Duration = Duration::from_secs(1);
@@ -128,34 +127,25 @@ struct Inner {
     ratio: f64,
     ratio_scaled: u64,
     window: Duration,
-    /// Slot length; at most an hour / 10, so it fits a `u64` (and u64 division is
-    /// several times cheaper than u128 on the success path).
-    slot_nanos: u64,
+    epochs: Epochs,
     reserve: u32,
     per_host: bool,
     unlimited: bool,
-    origin: Instant,
     state: Mutex<State>,
 }
 
 #[derive(Default)]
 struct State {
-    shared: Window,
-    hosts: HashMap<String, Window>,
+    shared: Window<Traffic>,
+    hosts: HashMap<String, Window<Traffic>>,
     last_sweep: Option<u64>,
 }
 
-#[derive(Clone, Copy, Default)]
-struct Slot {
-    epoch: u64,
+/// What one slot of a window counts.
+#[derive(Clone, Copy, Default, PartialEq)]
+struct Traffic {
     deposits: u64,
     withdrawals: u64,
-}
-
-#[derive(Default)]
-struct Window {
-    latest: u64,
-    slots: [Slot; SLOTS as usize],
 }
 
 const _: fn() = || {
@@ -180,41 +170,18 @@ fn scale_ratio(ratio: f64) -> u64 {
     n as u64
 }
 
-impl Window {
-    /// Time never goes backwards inside a window: late callers join the newest slot.
-    fn advance(&mut self, epoch: u64) -> u64 {
-        self.latest = self.latest.max(epoch);
-        self.latest
-    }
-
-    /// (deposits, withdrawals) over the 10 slots ending at `epoch`.
-    fn totals(&self, epoch: u64) -> (u64, u64) {
-        let epoch = epoch.max(self.latest);
-        self.slots
-            .iter()
-            .filter(|s| epoch.saturating_sub(s.epoch) < SLOTS)
-            .fold((0, 0), |(d, w), s| {
-                (
-                    d.saturating_add(s.deposits),
-                    w.saturating_add(s.withdrawals),
-                )
-            })
-    }
-
-    /// The slot for `epoch`, reset first if it holds a stale epoch.
-    fn slot(&mut self, epoch: u64) -> &mut Slot {
-        let slot = &mut self.slots[(epoch % SLOTS) as usize];
-        if slot.epoch != epoch {
-            *slot = Slot::default();
-            slot.epoch = epoch;
+impl Counts for Traffic {
+    fn saturating_add(self, other: Self) -> Self {
+        Traffic {
+            deposits: self.deposits.saturating_add(other.deposits),
+            withdrawals: self.withdrawals.saturating_add(other.withdrawals),
         }
-        slot
     }
 }
 
 impl State {
     /// The window `scope` records into, creating it if there is room.
-    fn window_mut(&mut self, scope: &str, epoch: u64, per_host: bool) -> &mut Window {
+    fn window_mut(&mut self, scope: &str, epoch: u64, per_host: bool) -> &mut Window<Traffic> {
         if !per_host {
             return &mut self.shared;
         }
@@ -222,7 +189,7 @@ impl State {
             if self.hosts.len() >= MAX_SCOPES && self.last_sweep != Some(epoch) {
                 // At most once per slot: forget hosts with nothing in their window.
                 self.last_sweep = Some(epoch);
-                self.hosts.retain(|_, w| w.totals(epoch) != (0, 0));
+                self.hosts.retain(|_, w| w.sum(epoch) != Traffic::default());
             }
             if self.hosts.len() >= MAX_SCOPES {
                 return &mut self.shared;
@@ -233,7 +200,7 @@ impl State {
     }
 
     /// The window `scope` would use, without creating one (`None` = fresh).
-    fn window(&self, scope: &str, per_host: bool) -> Option<&Window> {
+    fn window(&self, scope: &str, per_host: bool) -> Option<&Window<Traffic>> {
         if !per_host || (self.hosts.len() >= MAX_SCOPES && !self.hosts.contains_key(scope)) {
             return Some(&self.shared);
         }
@@ -245,12 +212,6 @@ impl Inner {
     fn lock(&self) -> MutexGuard<'_, State> {
         // The state is plain counters, always consistent: ignore poisoning.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn epoch(&self, now: Instant) -> u64 {
-        let nanos = u64::try_from(now.saturating_duration_since(self.origin).as_nanos())
-            .unwrap_or(u64::MAX);
-        nanos.checked_div(self.slot_nanos).unwrap_or(0)
     }
 
     /// `ratio_scaled × deposits + reserve × SCALE`, exactly.
@@ -323,7 +284,10 @@ impl RetryBudget {
             return true;
         }
         self.with_window(scope, now, |window, epoch| {
-            let (deposits, withdrawals) = window.totals(epoch);
+            let Traffic {
+                deposits,
+                withdrawals,
+            } = window.sum(epoch);
             let wanted = (u128::from(withdrawals) + 1) * u128::from(SCALE);
             let granted = wanted <= inner.allowance_scaled(deposits);
             if granted {
@@ -339,9 +303,9 @@ impl RetryBudget {
         &self,
         scope: &str,
         now: Instant,
-        f: impl FnOnce(&mut Window, u64) -> R,
+        f: impl FnOnce(&mut Window<Traffic>, u64) -> R,
     ) -> R {
-        let epoch = self.inner.epoch(now);
+        let epoch = self.inner.epochs.of(now);
         let mut state = self.inner.lock();
         let window = state.window_mut(scope, epoch, self.inner.per_host);
         let epoch = window.advance(epoch);
@@ -356,11 +320,14 @@ impl RetryBudget {
         if inner.unlimited {
             return u64::MAX;
         }
-        let epoch = inner.epoch(now);
-        let (deposits, withdrawals) = inner
+        let epoch = inner.epochs.of(now);
+        let Traffic {
+            deposits,
+            withdrawals,
+        } = inner
             .lock()
             .window(scope, inner.per_host)
-            .map_or((0, 0), |w| w.totals(epoch));
+            .map_or_else(Traffic::default, |w| w.sum(epoch));
         let allowed = inner.allowance_scaled(deposits) / u128::from(SCALE);
         let left = allowed.saturating_sub(u128::from(withdrawals));
         u64::try_from(left).unwrap_or(u64::MAX)
@@ -425,14 +392,15 @@ impl fmt::Debug for RetryBudget {
             .field("unlimited", &inner.unlimited);
         if !inner.unlimited {
             // Copy the counts out; the lock is released before formatting.
-            let epoch = inner.epoch(Instant::now());
+            let epoch = inner.epochs.of(Instant::now());
             let state = inner.lock();
             let windows = state.hosts.values().chain([&state.shared]);
-            let (deposits, withdrawals) = windows
-                .map(|w| w.totals(epoch))
-                .fold((0u64, 0u64), |(a, b), (d, w)| {
-                    (a.saturating_add(d), b.saturating_add(w))
-                });
+            let Traffic {
+                deposits,
+                withdrawals,
+            } = windows.fold(Traffic::default(), |sum, w| {
+                sum.saturating_add(w.sum(epoch))
+            });
             let hosts = state.hosts.len();
             drop(state);
             out.field("deposits_in_window", &deposits)
@@ -499,13 +467,10 @@ impl RetryBudgetBuilder {
                 ratio: self.ratio,
                 ratio_scaled: scale_ratio(self.ratio),
                 window: self.window,
-                slot_nanos: u64::try_from(self.window.as_nanos() / u128::from(SLOTS))
-                    .unwrap_or(u64::MAX)
-                    .max(1),
+                epochs: Epochs::new(origin, self.window),
                 reserve: self.reserve,
                 per_host: self.per_host,
                 unlimited,
-                origin,
                 state: Mutex::new(State::default()),
             }),
         }

@@ -188,6 +188,7 @@ mod telemetry;
 mod template;
 mod throttle;
 mod transport;
+mod window;
 
 #[cfg(feature = "serde")]
 mod config;

@@ -10,11 +10,11 @@ use rand::{Rng, SeedableRng};
 
 use crate::attempt_log::AttemptOutcome;
 use crate::gate::{Gate, GateRefusal, GateScope};
+use crate::window::{Counts, Epochs, Window};
 
 const NAME: &str = "adaptive_throttle";
 /// Fixed-point scale of K (millionths).
 const SCALE: u64 = 1_000_000;
-const BUCKETS: u64 = 10;
 
 pub(crate) const DEFAULT_K: f64 = 2.0;
 pub(crate) const DEFAULT_WINDOW: Duration = Duration::from_secs(10);
@@ -117,46 +117,28 @@ struct Inner {
     k: f64,
     k_scaled: u64,
     window: Duration,
-    bucket_nanos: u64,
-    origin: Instant,
+    epochs: Epochs,
     state: Mutex<State>,
 }
 
 struct State {
-    latest: u64,
-    buckets: [Bucket; BUCKETS as usize],
+    window: Window<Traffic>,
     rng: StdRng,
 }
 
+/// What one bucket of the window counts.
 #[derive(Clone, Copy, Default)]
-struct Bucket {
-    epoch: u64,
+struct Traffic {
     requests: u64,
     accepts: u64,
 }
 
-impl State {
-    fn bucket(&mut self, epoch: u64) -> &mut Bucket {
-        self.latest = self.latest.max(epoch);
-        let epoch = self.latest;
-        let bucket = &mut self.buckets[(epoch % BUCKETS) as usize];
-        if bucket.epoch != epoch {
-            *bucket = Bucket {
-                epoch,
-                ..Bucket::default()
-            };
+impl Counts for Traffic {
+    fn saturating_add(self, other: Self) -> Self {
+        Traffic {
+            requests: self.requests.saturating_add(other.requests),
+            accepts: self.accepts.saturating_add(other.accepts),
         }
-        bucket
-    }
-
-    fn totals(&self, epoch: u64) -> (u64, u64) {
-        let epoch = epoch.max(self.latest);
-        self.buckets
-            .iter()
-            .filter(|b| epoch.saturating_sub(b.epoch) < BUCKETS)
-            .fold((0, 0), |(r, a), b| {
-                (r.saturating_add(b.requests), a.saturating_add(b.accepts))
-            })
     }
 }
 
@@ -165,15 +147,9 @@ impl Inner {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn epoch(&self, now: Instant) -> u64 {
-        let nanos = u64::try_from(now.saturating_duration_since(self.origin).as_nanos())
-            .unwrap_or(u64::MAX);
-        nanos.checked_div(self.bucket_nanos).unwrap_or(0)
-    }
-
     /// The rejection probability as (numerator, denominator) in millionths:
     /// `max(0, requests − K·accepts) / (requests + 1)`, exactly.
-    fn odds(&self, requests: u64, accepts: u64) -> (u128, u128) {
+    fn odds(&self, Traffic { requests, accepts }: Traffic) -> (u128, u128) {
         let asked = u128::from(requests) * u128::from(SCALE);
         let earned = u128::from(accepts) * u128::from(self.k_scaled);
         let denominator = (u128::from(requests) + 1) * u128::from(SCALE);
@@ -200,8 +176,8 @@ impl AdaptiveThrottle {
     /// counts in the window (for logs and tests).
     pub fn rejection_probability_at(&self, now: Instant) -> f64 {
         let inner = &*self.inner;
-        let (requests, accepts) = inner.lock().totals(inner.epoch(now));
-        let (numerator, denominator) = inner.odds(requests, accepts);
+        let counts = inner.lock().window.sum(inner.epochs.of(now));
+        let (numerator, denominator) = inner.odds(counts);
         numerator as f64 / denominator as f64
     }
 
@@ -226,15 +202,14 @@ impl Gate for AdaptiveThrottle {
 
     fn admit(&self, scope: &GateScope<'_>) -> Result<(), GateRefusal> {
         let inner = &*self.inner;
-        let epoch = inner.epoch(scope.now());
+        let epoch = inner.epochs.of(scope.now());
         let mut state = inner.lock();
-        let (requests, accepts) = state.totals(epoch);
-        let (numerator, denominator) = inner.odds(requests, accepts);
+        let (numerator, denominator) = inner.odds(state.window.sum(epoch));
         if numerator == 0 || state.rng.random_range(0..denominator) >= numerator {
             // Counted once its outcome is known (`attempt_finished`).
             return Ok(());
         }
-        let bucket = state.bucket(epoch);
+        let bucket = state.window.slot(epoch);
         bucket.requests = bucket.requests.saturating_add(1);
         drop(state);
         Err(GateRefusal::new(NAME))
@@ -242,9 +217,9 @@ impl Gate for AdaptiveThrottle {
 
     fn attempt_finished(&self, scope: &GateScope<'_>, _: &AttemptOutcome, struggling: bool) {
         let inner = &*self.inner;
-        let epoch = inner.epoch(scope.now());
+        let epoch = inner.epochs.of(scope.now());
         let mut state = inner.lock();
-        let bucket = state.bucket(epoch);
+        let bucket = state.window.slot(epoch);
         bucket.requests = bucket.requests.saturating_add(1);
         bucket.accepts = bucket.accepts.saturating_add(u64::from(!struggling));
     }
@@ -259,7 +234,8 @@ impl Default for AdaptiveThrottle {
 impl fmt::Debug for AdaptiveThrottle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let inner = &*self.inner;
-        let (requests, accepts) = inner.lock().totals(inner.epoch(Instant::now()));
+        let Traffic { requests, accepts } =
+            inner.lock().window.sum(inner.epochs.of(Instant::now()));
         f.debug_struct("AdaptiveThrottle")
             .field("k", &inner.k)
             .field("window", &inner.window)
@@ -311,13 +287,9 @@ impl AdaptiveThrottleBuilder {
                 k: self.k,
                 k_scaled: (self.k * SCALE as f64).floor() as u64,
                 window: self.window,
-                bucket_nanos: u64::try_from(self.window.as_nanos() / u128::from(BUCKETS))
-                    .unwrap_or(u64::MAX)
-                    .max(1),
-                origin,
+                epochs: Epochs::new(origin, self.window),
                 state: Mutex::new(State {
-                    latest: 0,
-                    buckets: [Bucket::default(); BUCKETS as usize],
+                    window: Window::default(),
                     rng: StdRng::seed_from_u64(seed),
                 }),
             }),
