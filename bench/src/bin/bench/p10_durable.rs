@@ -2,7 +2,8 @@
 //! from 32 concurrent tasks against the loopback server, on SQLite and on
 //! PostgreSQL, divided by the same database's raw rate on the same terms: the
 //! same connection setup as the store (one SQLite connection behind a mutex, a
-//! statement per blocking task; one PostgreSQL client, pipelined), two autocommit
+//! statement per blocking task; one PostgreSQL client, pipelined, the store's own
+//! statements with its bound parameters and session settings), two autocommit
 //! transactions per row (INSERT, then UPDATE), the store's table and durability
 //! settings (SQLite WAL + `synchronous = FULL`; PostgreSQL's defaults, fsync on),
 //! the same disk, the same concurrency. Plus the write-ahead's added latency per
@@ -81,7 +82,8 @@ pub async fn run(server: &Server, plan: &Plan, report: &mut Report) {
          *Raw*: rows/s, each row an INSERT then an UPDATE (two autocommit transactions) \
          into the journal's own table, through the store's connection setup (SQLite: one \
          connection behind a mutex, one blocking task per statement; PostgreSQL: one \
-         client, prepared statements, pipelined), no HTTP. *Durable*: intents/s sent \
+         client, pipelined, the store's own prepared statements with the same bound \
+         parameters), no HTTP. *Durable*: intents/s sent \
          with `.durable(&journal)` (write-ahead, the POST, the result) through \
          reqwest-resilience's defaults. Ratio = median over rounds of (durable ÷ raw in \
          the same round). Added latency: {} sequential durable sends interleaved with \
@@ -359,13 +361,36 @@ impl RawRows for RawSqlite {
 }
 
 /// One PostgreSQL client, prepared statements, pipelined — as `PostgresStore`
-/// does — on the table its migrations created.
+/// does — on the table its migrations created, running the store's own
+/// write-ahead and record statements (`journal/src/postgres/queries.rs`) with the
+/// same bound parameters. State names are parameters there, not literals: a
+/// literal `state = 'in_flight'` lets the planner match the partial and listing
+/// indexes, and once autovacuum has analyzed the table the UPDATE walks
+/// `journal_intents_listing` instead of the primary key — the raw side then ran a
+/// different, slower plan than the store, not the database's floor.
 #[derive(Clone)]
 struct RawPostgres {
     client: Arc<tokio_postgres::Client>,
-    insert: tokio_postgres::Statement,
-    update: tokio_postgres::Statement,
+    write_ahead: tokio_postgres::Statement,
+    record: tokio_postgres::Statement,
 }
+
+/// The store's `WRITE_AHEAD` (`$1` key … `$12` in_flight).
+const PG_WRITE_AHEAD: &str = "INSERT INTO journal_intents (key, key_on_wire, method, url, headers,
+        body, deadline_ms, retention_end_ms, state, owner, incarnation, lease_until_ms, fence,
+        runs, created_ms, updated_ms)
+     SELECT $1, $2, $3, $4, $5, $6, $7, c.ms + $8, $12, $9, $10, c.ms + $11, 1, 1, c.ms, c.ms
+     FROM (SELECT (extract(epoch FROM now()) * 1000)::bigint AS ms) c
+     ON CONFLICT (key) DO NOTHING
+     RETURNING lease_until_ms";
+
+/// The store's `RECORD` (`$1` state, `$2` status, `$3` locator, `$4` detail,
+/// `$5` due in ms, `$6` key, `$7` fence, `$8` in_flight).
+const PG_RECORD: &str = "UPDATE journal_intents
+     SET state = $1, status = COALESCE($2, status), locator = $3, detail = $4,
+         due_at_ms = (extract(epoch FROM now()) * 1000)::bigint + $5, lease_until_ms = NULL,
+         updated_ms = (extract(epoch FROM now()) * 1000)::bigint
+     WHERE key = $6 AND fence = $7 AND state = $8";
 
 impl RawPostgres {
     async fn connect(conninfo: &str) -> RawPostgres {
@@ -373,50 +398,68 @@ impl RawPostgres {
             .await
             .expect("raw PostgreSQL");
         tokio::spawn(connection);
-        let now = "(extract(epoch FROM now()) * 1000)::bigint";
-        let insert = client
-            .prepare(&format!(
-                "INSERT INTO journal_intents (key, key_on_wire, method, url, headers, body,
-                     deadline_ms, retention_end_ms, state, owner, incarnation, lease_until_ms,
-                     fence, runs, created_ms, updated_ms)
-                 SELECT $1, true, 'POST', $2, $3, $4, 30000, c.ms + 82800000, 'in_flight',
-                     'raw', 'raw', c.ms + 60000, 1, 1, c.ms, c.ms
-                 FROM (SELECT {now} AS ms) c"
-            ))
+        // The store's session setting (its default statement timeout, 5 s).
+        client
+            .batch_execute("SET statement_timeout = 5000")
+            .await
+            .expect("statement timeout");
+        let write_ahead = client
+            .prepare(PG_WRITE_AHEAD)
             .await
             .expect("prepare INSERT");
-        let update = client
-            .prepare(&format!(
-                "UPDATE journal_intents
-                 SET state = 'succeeded', status = 200, locator = NULL, detail = NULL,
-                     due_at_ms = NULL, lease_until_ms = NULL, updated_ms = {now}
-                 WHERE key = $1 AND fence = 1 AND state = 'in_flight'"
-            ))
-            .await
-            .expect("prepare UPDATE");
+        let record = client.prepare(PG_RECORD).await.expect("prepare UPDATE");
         RawPostgres {
             client: Arc::new(client),
-            insert,
-            update,
+            write_ahead,
+            record,
         }
     }
 }
 
 impl RawRows for RawPostgres {
     async fn insert(&self, key: String) {
-        self.client
-            .execute(
-                &self.insert,
-                &[&key, &"http://127.0.0.1/ok", &HEADERS, &BODY],
+        let rows = self
+            .client
+            .query(
+                &self.write_ahead,
+                &[
+                    &key,
+                    &true,
+                    &"POST",
+                    &"http://127.0.0.1/ok",
+                    &HEADERS,
+                    &BODY,
+                    &Some(30_000_i64),
+                    &82_800_000_i64,
+                    &"raw",
+                    &"raw",
+                    &60_000_i64,
+                    &"in_flight",
+                ],
             )
             .await
             .expect("raw INSERT");
+        assert_eq!(rows.len(), 1, "raw INSERT: key already present");
     }
 
     async fn update(&self, key: String) {
-        self.client
-            .execute(&self.update, &[&key])
+        let updated = self
+            .client
+            .execute(
+                &self.record,
+                &[
+                    &"succeeded",
+                    &Some(200_i32),
+                    &None::<&str>,
+                    &None::<&str>,
+                    &None::<i64>,
+                    &key,
+                    &1_i64,
+                    &"in_flight",
+                ],
+            )
             .await
             .expect("raw UPDATE");
+        assert_eq!(updated, 1, "raw UPDATE: row not updated");
     }
 }
