@@ -177,15 +177,20 @@ impl SqliteStore {
     }
 }
 
+/// SQLite's "database is busy/locked": another connection holds the lock.
+fn is_busy(error: &rusqlite::Error) -> bool {
+    matches!(
+        error.sqlite_error_code(),
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+    )
+}
+
 /// SQLite's "database is locked" after the busy timeout, as a timeout.
 fn timed_out(error: JournalError, after: Duration) -> JournalError {
     let busy = match &error {
         JournalError::Storage(source) => source
             .downcast_ref::<rusqlite::Error>()
-            .and_then(rusqlite::Error::sqlite_error_code)
-            .is_some_and(|code| {
-                matches!(code, ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
-            }),
+            .is_some_and(is_busy),
         _ => false,
     };
     if busy {

@@ -8,7 +8,9 @@
 
 use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, ErrorCode};
+use rusqlite::Connection;
+
+use super::is_busy;
 
 use crate::error::JournalError;
 
@@ -34,11 +36,4 @@ pub(super) fn switch_to_wal(conn: &Connection, busy_timeout: Duration) -> Result
             Err(error) => return Err(JournalError::storage(error)),
         }
     }
-}
-
-fn is_busy(error: &rusqlite::Error) -> bool {
-    matches!(
-        error.sqlite_error_code(),
-        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
-    )
 }
