@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# P1 side by side against an earlier commit: the crate at REV ("then") and the
+# working tree ("now"), with bare reqwest and the floors, interleaved in one run.
+# This is how to tell whether a change regressed the hot path: a threshold copied
+# from an earlier full run carries that run's drift with it.
+#
+#     bench/scripts/against_commit.sh REV [ROUNDS]          # the ratios
+#     bench/scripts/against_commit.sh REV profile ROW COUNT # one row, for callgrind
+#
+# REV's crate is exported to target/against/REV and renamed `then`; the harness is
+# bench/scripts/against_commit/main.rs. Needs REV's public API to have what the
+# harness calls (RetryPolicy::builder, Backoff::full_jitter, from_builder): true
+# from b1d9b10 on. Talks only to the bench's loopback server.
+set -euo pipefail
+
+[ "$#" -ge 1 ] || { echo "usage: $0 REV [ROUNDS | profile ROW COUNT]" >&2; exit 2; }
+root=$(cd "$(dirname "$0")/../.." && pwd)
+rev=$(git -C "$root" rev-parse --short "$1")
+shift
+work="$root/target/against/$rev"
+mkdir -p "$work/then" "$work/harness/src"
+
+if [ ! -f "$work/then/Cargo.toml" ]; then
+    git -C "$root" archive "$rev" | tar -x -C "$work/then"
+    # A dependency of its own name: rename the package, drop its workspace table.
+    awk '
+        /^\[workspace\]/ { skip = 1; next }
+        /^\[/ { skip = 0 }
+        !skip
+    ' "$work/then/Cargo.toml" |
+        sed '0,/^name = "reqwest-resilience"/s//name = "reqwest-resilience-then"/' \
+            > "$work/then/Cargo.toml.new"
+    mv "$work/then/Cargo.toml.new" "$work/then/Cargo.toml"
+fi
+
+cat > "$work/harness/Cargo.toml" <<TOML
+[package]
+name = "against-commit"
+version = "0.0.0"
+edition = "2021"
+publish = false
+
+[dependencies]
+bench = { package = "reqwest-resilience-bench", path = "$root/bench" }
+then = { package = "reqwest-resilience-then", path = "$work/then" }
+reqwest = { version = "0.13", default-features = false }
+tokio = { version = "1", features = ["rt", "time"] }
+
+[workspace]
+TOML
+cp "$root/bench/scripts/against_commit/main.rs" "$work/harness/src/main.rs"
+cp "$root/Cargo.lock" "$work/harness/Cargo.lock"
+cargo build --release --quiet --manifest-path "$work/harness/Cargo.toml" \
+    --target-dir "$root/target/against/build"
+exec "$root/target/against/build/release/against-commit" "$@"

@@ -1,0 +1,133 @@
+//! P1 side by side: this crate at an earlier commit ("then") against the working
+//! tree ("now"), with bare reqwest and the two floors, in one process and one run.
+//!
+//! Built and run by `bench/scripts/against_commit.sh`, not by CI (it needs the
+//! earlier commit's sources). A ratio of two rows taken in the same round cancels
+//! what drifts between runs (machine load, frequency, the floor's own ratio), which
+//! a threshold copied from one full run into another cannot.
+//!
+//!     main [ROUNDS]              P1's method: ROUNDS rounds × 200 GETs per row
+//!     main profile ROW COUNT     ROW alone, COUNT GETs after 1000 warm-up (for callgrind)
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bench::peers::{self, Peer, Settings};
+
+/// What P1's reqwest-resilience row sets besides the defaults.
+const ATTEMPTS: u32 = 4;
+const BASE: Duration = Duration::from_millis(10);
+const CAP: Duration = Duration::from_millis(100);
+const PER_ROUND: usize = 200;
+const WARM_UP: usize = 1000;
+
+enum Row {
+    Peer(Arc<peers::Client>),
+    Then(then::ResilientClient),
+}
+
+impl Row {
+    async fn get(&self, url: &str) {
+        match self {
+            Row::Peer(client) => {
+                client.get(url).await;
+            }
+            Row::Then(client) => {
+                if let Ok(response) = client.get(url).send().await {
+                    peers::drain(response).await;
+                }
+            }
+        }
+    }
+}
+
+/// `then` built as the bench builds P1's reqwest-resilience row.
+fn then_client() -> then::ResilientClient {
+    let policy = then::RetryPolicy::builder()
+        .max_attempts(ATTEMPTS)
+        .backoff(then::Backoff::full_jitter(BASE, CAP))
+        .build()
+        .expect("valid policy");
+    let builder = reqwest::Client::builder()
+        .no_proxy()
+        .tcp_nodelay(true)
+        .pool_max_idle_per_host(256)
+        .pool_idle_timeout(Duration::from_secs(90));
+    then::ResilientClient::from_builder(builder, policy).expect("client")
+}
+
+/// Median, p25 and p75.
+fn quartiles(mut values: Vec<f64>) -> (f64, f64, f64) {
+    values.sort_by(f64::total_cmp);
+    let at = |q: f64| values[((values.len() - 1) as f64 * q).round() as usize];
+    (at(0.5), at(0.25), at(0.75))
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let server = bench::server::Server::start().expect("loopback server");
+    let url = server.url("/ok");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let rows = runtime.block_on(async {
+        vec![
+            ("bare", Row::Peer(peers::build(Peer::Bare, Settings::COMPARABLE))),
+            ("partial floor", Row::Peer(peers::build(Peer::FloorPartial, Settings::COMPARABLE))),
+            ("floor", Row::Peer(peers::build(Peer::Floor, Settings::COMPARABLE))),
+            ("then", Row::Then(then_client())),
+            ("now", Row::Peer(peers::build(Peer::Resilient, Settings::COMPARABLE))),
+        ]
+    });
+    if args.first().map(String::as_str) == Some("profile") {
+        let name = args.get(1).map_or("now", String::as_str);
+        let count: usize = args.get(2).and_then(|n| n.parse().ok()).unwrap_or(1000);
+        let row = &rows.iter().find(|(row, _)| *row == name).expect("a row's name").1;
+        runtime.block_on(async {
+            for _ in 0..WARM_UP + count {
+                row.get(&url).await;
+            }
+        });
+        return;
+    }
+    let rounds: usize = args.first().and_then(|n| n.parse().ok()).unwrap_or(151);
+    let (mut wall, mut cpu) = (vec![Vec::new(); rows.len()], vec![Vec::new(); rows.len()]);
+    runtime.block_on(async {
+        for (_, row) in &rows {
+            for _ in 0..WARM_UP {
+                row.get(&url).await;
+            }
+        }
+        for round in 0..rounds {
+            // Each round starts with another row, so no row always follows the same one.
+            for turn in 0..rows.len() {
+                let i = (turn + round) % rows.len();
+                let (started, cpu_before) = (Instant::now(), bench::cpu::thread_cpu());
+                for _ in 0..PER_ROUND {
+                    rows[i].1.get(&url).await;
+                }
+                wall[i].push(started.elapsed().as_secs_f64());
+                cpu[i].push((bench::cpu::thread_cpu() - cpu_before).as_secs_f64());
+            }
+        }
+    });
+    println!("{rounds} rounds × {PER_ROUND} GETs per row; ratio = median over rounds (p25–p75)");
+    let pairs = [(4, 3), (4, 1), (3, 1), (4, 2), (3, 2), (1, 0), (4, 0), (3, 0)];
+    for (measure, data) in [("wall", &wall), ("client CPU", &cpu)] {
+        for (a, b) in pairs {
+            let ratios = (0..rounds).map(|k| data[a][k] / data[b][k]).collect();
+            let (median, p25, p75) = quartiles(ratios);
+            let (a, b) = (rows[a].0, rows[b].0);
+            println!("{measure:>10}  {a:>13} ÷ {b:<13} {median:.3}  ({p25:.3}–{p75:.3})");
+        }
+    }
+    for (i, (name, _)) in rows.iter().enumerate() {
+        let per_request = |v: &Vec<f64>| quartiles(v.clone()).0 * 1e6 / PER_ROUND as f64;
+        println!(
+            "{name:>13}: wall {:.1} µs, client CPU {:.1} µs per request",
+            per_request(&wall[i]),
+            per_request(&cpu[i])
+        );
+    }
+}
