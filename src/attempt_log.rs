@@ -51,6 +51,7 @@ impl PartialEq for Records {
 impl Eq for Records {}
 
 impl AttemptLog {
+    #[inline]
     pub(crate) fn new(key: Option<IdempotencyKey>) -> Self {
         Self {
             records: Records::None,
@@ -65,6 +66,7 @@ impl AttemptLog {
         self.key.as_ref()
     }
 
+    #[inline]
     pub(crate) fn push(&mut self, record: AttemptRecord) {
         self.records = match std::mem::take(&mut self.records) {
             Records::None => Records::One(record),

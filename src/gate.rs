@@ -95,11 +95,13 @@ pub trait Gate: Send + Sync + 'static {
 }
 
 /// Asks every gate, in order, until one refuses.
+#[inline]
 pub(crate) fn admit_all(gates: &[Arc<dyn Gate>], scope: &GateScope<'_>) -> Result<(), GateRefusal> {
     gates.iter().try_for_each(|gate| gate.admit(scope))
 }
 
 /// Tells every gate how an attempt ended.
+#[inline]
 pub(crate) fn tell_all(
     gates: &[Arc<dyn Gate>],
     scope: &GateScope<'_>,

@@ -434,6 +434,7 @@ impl<'p> Observers<'p> {
     }
 
     /// Gives back the intent's own observers (the runner borrows the policy's).
+    #[inline]
     pub(crate) fn into_request_observers(self) -> Vec<Arc<dyn IntentObserver>> {
         self.request
     }
@@ -443,6 +444,7 @@ impl<'p> Observers<'p> {
     }
 
     /// The name of an observer that must be alone on an intent and is not.
+    #[inline]
     pub(crate) fn duplicate(&self) -> Option<&'static str> {
         let mut seen: Vec<&'static str> = Vec::new();
         for name in self.all().filter_map(|observer| observer.one_per_intent()) {
@@ -454,10 +456,12 @@ impl<'p> Observers<'p> {
         None
     }
 
+    #[inline]
     pub(crate) fn is_empty(&self) -> bool {
         self.policy.is_empty() && self.request.is_empty()
     }
 
+    #[inline]
     pub(crate) fn need_body_bytes(&self) -> bool {
         self.all().any(|observer| observer.needs_body_bytes())
     }
@@ -489,6 +493,7 @@ impl<'p> Observers<'p> {
 
     /// Counts every observer as reached without calling `started`: for intents
     /// whose observers have no async hooks.
+    #[inline]
     pub(crate) fn start_without_waiting(&mut self) {
         self.reached = self.policy.len() + self.request.len();
     }
@@ -549,6 +554,7 @@ impl<'p> Observers<'p> {
     }
 
     /// True when some observer needs its async hooks awaited.
+    #[inline]
     pub(crate) fn need_waiting(&self) -> bool {
         self.all().any(|observer| observer.needs_async_hooks())
     }

@@ -14,6 +14,7 @@ pub(crate) enum Requests {
 }
 
 impl Requests {
+    #[inline]
     pub(crate) fn next(&mut self) -> Option<reqwest::Request> {
         match self {
             Self::Template(template) => copy_of(template),
@@ -22,6 +23,7 @@ impl Requests {
     }
 
     /// The request as it will leave, while no attempt has taken it.
+    #[inline]
     pub(crate) fn unsent(&self) -> Option<&reqwest::Request> {
         match self {
             Self::Template(template) => Some(template),
@@ -29,6 +31,7 @@ impl Requests {
         }
     }
 
+    #[inline]
     pub(crate) fn url(&self) -> &reqwest::Url {
         match self {
             Self::Template(template) => template.url(),

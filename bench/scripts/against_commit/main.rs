@@ -73,17 +73,33 @@ fn main() {
         .expect("runtime");
     let rows = runtime.block_on(async {
         vec![
-            ("bare", Row::Peer(peers::build(Peer::Bare, Settings::COMPARABLE))),
-            ("partial floor", Row::Peer(peers::build(Peer::FloorPartial, Settings::COMPARABLE))),
-            ("floor", Row::Peer(peers::build(Peer::Floor, Settings::COMPARABLE))),
+            (
+                "bare",
+                Row::Peer(peers::build(Peer::Bare, Settings::COMPARABLE)),
+            ),
+            (
+                "partial floor",
+                Row::Peer(peers::build(Peer::FloorPartial, Settings::COMPARABLE)),
+            ),
+            (
+                "floor",
+                Row::Peer(peers::build(Peer::Floor, Settings::COMPARABLE)),
+            ),
             ("then", Row::Then(then_client())),
-            ("now", Row::Peer(peers::build(Peer::Resilient, Settings::COMPARABLE))),
+            (
+                "now",
+                Row::Peer(peers::build(Peer::Resilient, Settings::COMPARABLE)),
+            ),
         ]
     });
     if args.first().map(String::as_str) == Some("profile") {
         let name = args.get(1).map_or("now", String::as_str);
         let count: usize = args.get(2).and_then(|n| n.parse().ok()).unwrap_or(1000);
-        let row = &rows.iter().find(|(row, _)| *row == name).expect("a row's name").1;
+        let row = &rows
+            .iter()
+            .find(|(row, _)| *row == name)
+            .expect("a row's name")
+            .1;
         runtime.block_on(async {
             for _ in 0..WARM_UP + count {
                 row.get(&url).await;
@@ -113,7 +129,16 @@ fn main() {
         }
     });
     println!("{rounds} rounds × {PER_ROUND} GETs per row; ratio = median over rounds (p25–p75)");
-    let pairs = [(4, 3), (4, 1), (3, 1), (4, 2), (3, 2), (1, 0), (4, 0), (3, 0)];
+    let pairs = [
+        (4, 3),
+        (4, 1),
+        (3, 1),
+        (4, 2),
+        (3, 2),
+        (1, 0),
+        (4, 0),
+        (3, 0),
+    ];
     for (measure, data) in [("wall", &wall), ("client CPU", &cpu)] {
         for (a, b) in pairs {
             let ratios = (0..rounds).map(|k| data[a][k] / data[b][k]).collect();
