@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# P1 side by side against an earlier commit: the crate at REV ("then") and the
+# P1 and P2 side by side against an earlier commit: the crate at REV ("then") and the
 # working tree ("now"), with bare reqwest and the floors, interleaved in one run.
 # This is how to tell whether a change regressed the hot path: a threshold copied
 # from an earlier full run carries that run's drift with it.
 #
-#     bench/scripts/against_commit.sh REV [ROUNDS]          # the ratios
+#     bench/scripts/against_commit.sh REV [ROUNDS]          # P1, the ratios
+#     bench/scripts/against_commit.sh REV p2 [ROUNDS]       # P2
 #     bench/scripts/against_commit.sh REV profile ROW COUNT # one row, for callgrind
 #
 # REV's crate is exported to target/against/REV and renamed `then`; the harness is
@@ -13,7 +14,7 @@
 # from b1d9b10 on. Talks only to the bench's loopback server.
 set -euo pipefail
 
-[ "$#" -ge 1 ] || { echo "usage: $0 REV [ROUNDS | profile ROW COUNT]" >&2; exit 2; }
+[ "$#" -ge 1 ] || { echo "usage: $0 REV [ROUNDS | p2 [ROUNDS] | profile ROW COUNT]" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/../.." && pwd)
 rev=$(git -C "$root" rev-parse --short "$1")
 shift

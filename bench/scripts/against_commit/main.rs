@@ -1,12 +1,14 @@
-//! P1 side by side: this crate at an earlier commit ("then") against the working
-//! tree ("now"), with bare reqwest and the two floors, in one process and one run.
+//! P1 and P2 side by side: this crate at an earlier commit ("then") against the
+//! working tree ("now"), with bare reqwest and the two floors, in one process and
+//! one run.
 //!
 //! Built and run by `bench/scripts/against_commit.sh`, not by CI (it needs the
 //! earlier commit's sources). A ratio of two rows taken in the same round cancels
 //! what drifts between runs (machine load, frequency, the floor's own ratio), which
 //! a threshold copied from one full run into another cannot.
 //!
-//!     main [ROUNDS]              P1's method: ROUNDS rounds × 200 GETs per row
+//!     main [ROUNDS]              P1's method: ROUNDS rounds × 200 sequential GETs per row
+//!     main p2 [ROUNDS]           P2's method: ROUNDS rounds × 3200 GETs from 32 tasks per row
 //!     main profile ROW COUNT     ROW alone, COUNT GETs after 1000 warm-up (for callgrind)
 
 use std::sync::Arc;
@@ -18,8 +20,12 @@ use bench::peers::{self, Peer, Settings};
 const ATTEMPTS: u32 = 4;
 const BASE: Duration = Duration::from_millis(10);
 const CAP: Duration = Duration::from_millis(100);
-const PER_ROUND: usize = 200;
 const WARM_UP: usize = 1000;
+/// P1: sequential GETs per row and round.
+const P1_PER_ROUND: usize = 200;
+/// P2: tasks at once, and GETs per task in a round.
+const P2_TASKS: usize = 32;
+const P2_PER_TASK: usize = 100;
 
 enum Row {
     Peer(Arc<peers::Client>),
@@ -56,6 +62,34 @@ fn then_client() -> then::ResilientClient {
     then::ResilientClient::from_builder(builder, policy).expect("client")
 }
 
+fn rows() -> Vec<(&'static str, Arc<Row>)> {
+    let peer = |peer| Arc::new(Row::Peer(peers::build(peer, Settings::COMPARABLE)));
+    vec![
+        ("bare", peer(Peer::Bare)),
+        ("partial floor", peer(Peer::FloorPartial)),
+        ("floor", peer(Peer::Floor)),
+        ("then", Arc::new(Row::Then(then_client()))),
+        ("now", peer(Peer::Resilient)),
+    ]
+}
+
+/// `count` GETs one after the other.
+async fn sequential(row: &Row, url: &str, count: usize) {
+    for _ in 0..count {
+        row.get(url).await;
+    }
+}
+
+/// P2's load: `P2_TASKS` tasks of `P2_PER_TASK` GETs each.
+async fn concurrent(row: &Arc<Row>, url: &Arc<str>) {
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..P2_TASKS {
+        let (row, url) = (row.clone(), url.clone());
+        tasks.spawn(async move { sequential(&row, &url, P2_PER_TASK).await });
+    }
+    while tasks.join_next().await.is_some() {}
+}
+
 /// Median, p25 and p75.
 fn quartiles(mut values: Vec<f64>) -> (f64, f64, f64) {
     values.sort_by(f64::total_cmp);
@@ -66,69 +100,56 @@ fn quartiles(mut values: Vec<f64>) -> (f64, f64, f64) {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let server = bench::server::Server::start().expect("loopback server");
-    let url = server.url("/ok");
+    let url: Arc<str> = server.url("/ok").into();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
-    let rows = runtime.block_on(async {
-        vec![
-            (
-                "bare",
-                Row::Peer(peers::build(Peer::Bare, Settings::COMPARABLE)),
-            ),
-            (
-                "partial floor",
-                Row::Peer(peers::build(Peer::FloorPartial, Settings::COMPARABLE)),
-            ),
-            (
-                "floor",
-                Row::Peer(peers::build(Peer::Floor, Settings::COMPARABLE)),
-            ),
-            ("then", Row::Then(then_client())),
-            (
-                "now",
-                Row::Peer(peers::build(Peer::Resilient, Settings::COMPARABLE)),
-            ),
-        ]
-    });
-    if args.first().map(String::as_str) == Some("profile") {
+    let rows = runtime.block_on(async { rows() });
+    let mode = args.first().map_or("", String::as_str);
+    if mode == "profile" {
         let name = args.get(1).map_or("now", String::as_str);
         let count: usize = args.get(2).and_then(|n| n.parse().ok()).unwrap_or(1000);
-        let row = &rows
-            .iter()
-            .find(|(row, _)| *row == name)
-            .expect("a row's name")
-            .1;
-        runtime.block_on(async {
-            for _ in 0..WARM_UP + count {
-                row.get(&url).await;
-            }
-        });
+        let (_, row) = rows.iter().find(|(row, _)| *row == name).expect("a row");
+        runtime.block_on(sequential(row, &url, WARM_UP + count));
         return;
     }
-    let rounds: usize = args.first().and_then(|n| n.parse().ok()).unwrap_or(151);
+    let p2 = mode == "p2";
+    let rounds_arg = if p2 { args.get(1) } else { args.first() };
+    let rounds: usize =
+        rounds_arg
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(if p2 { 41 } else { 151 });
+    let per_round = if p2 {
+        P2_TASKS * P2_PER_TASK
+    } else {
+        P1_PER_ROUND
+    };
     let (mut wall, mut cpu) = (vec![Vec::new(); rows.len()], vec![Vec::new(); rows.len()]);
     runtime.block_on(async {
         for (_, row) in &rows {
-            for _ in 0..WARM_UP {
-                row.get(&url).await;
-            }
+            sequential(row, &url, WARM_UP).await;
         }
         for round in 0..rounds {
             // Each round starts with another row, so no row always follows the same one.
             for turn in 0..rows.len() {
                 let i = (turn + round) % rows.len();
                 let (started, cpu_before) = (Instant::now(), bench::cpu::thread_cpu());
-                for _ in 0..PER_ROUND {
-                    rows[i].1.get(&url).await;
+                if p2 {
+                    concurrent(&rows[i].1, &url).await;
+                } else {
+                    sequential(&rows[i].1, &url, P1_PER_ROUND).await;
                 }
                 wall[i].push(started.elapsed().as_secs_f64());
                 cpu[i].push((bench::cpu::thread_cpu() - cpu_before).as_secs_f64());
             }
         }
     });
-    println!("{rounds} rounds × {PER_ROUND} GETs per row; ratio = median over rounds (p25–p75)");
+    let method = if p2 { "P2" } else { "P1" };
+    println!(
+        "{method}: {rounds} rounds × {per_round} GETs per row; time ratio = median over \
+         rounds of the two rows' times in the same round (p25–p75); lower is faster"
+    );
     let pairs = [
         (4, 3),
         (4, 1),
@@ -148,7 +169,7 @@ fn main() {
         }
     }
     for (i, (name, _)) in rows.iter().enumerate() {
-        let per_request = |v: &Vec<f64>| quartiles(v.clone()).0 * 1e6 / PER_ROUND as f64;
+        let per_request = |v: &Vec<f64>| quartiles(v.clone()).0 * 1e6 / per_round as f64;
         println!(
             "{name:>13}: wall {:.1} µs, client CPU {:.1} µs per request",
             per_request(&wall[i]),
