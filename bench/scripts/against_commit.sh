@@ -44,6 +44,7 @@ publish = false
 [dependencies]
 bench = { package = "reqwest-resilience-bench", path = "$root/bench" }
 then = { package = "reqwest-resilience-then", path = "$work/then" }
+now = { package = "reqwest-resilience", path = "$root", features = ["metrics"] }
 reqwest = { version = "0.13", default-features = false }
 tokio = { version = "1", features = ["rt", "time"] }
 

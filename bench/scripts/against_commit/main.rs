@@ -14,6 +14,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bench::floor::{self, deposits::DepositWindow};
 use bench::peers::{self, Peer, Settings};
 
 /// What P1's reqwest-resilience row sets besides the defaults.
@@ -27,18 +28,37 @@ const P1_PER_ROUND: usize = 200;
 const P2_TASKS: usize = 32;
 const P2_PER_TASK: usize = 100;
 
+/// Every row called the same way, each by its own code: not through the bench's
+/// `peers::Client::get`, whose future is as large as its largest peer's and would
+/// be one more layer for some rows than for others.
 enum Row {
-    Peer(Arc<peers::Client>),
+    Bare(reqwest::Client),
+    PartialFloor(reqwest::Client),
+    Floor(reqwest::Client, DepositWindow),
     Then(then::ResilientClient),
+    Now(now::ResilientClient),
 }
 
 impl Row {
     async fn get(&self, url: &str) {
         match self {
-            Row::Peer(client) => {
-                client.get(url).await;
+            Row::Bare(client) => {
+                if let Ok(response) = client.get(url).send().await {
+                    peers::drain(response).await;
+                }
+            }
+            Row::PartialFloor(client) => {
+                floor::defaults::partial(client, url).await;
+            }
+            Row::Floor(client, deposits) => {
+                floor::defaults::complete(client, deposits, url).await;
             }
             Row::Then(client) => {
+                if let Ok(response) = client.get(url).send().await {
+                    peers::drain(response).await;
+                }
+            }
+            Row::Now(client) => {
                 if let Ok(response) = client.get(url).send().await {
                     peers::drain(response).await;
                 }
@@ -47,29 +67,47 @@ impl Row {
     }
 }
 
-/// `then` built as the bench builds P1's reqwest-resilience row.
-fn then_client() -> then::ResilientClient {
-    let policy = then::RetryPolicy::builder()
-        .max_attempts(ATTEMPTS)
-        .backoff(then::Backoff::full_jitter(BASE, CAP))
-        .build()
-        .expect("valid policy");
-    let builder = reqwest::Client::builder()
-        .no_proxy()
-        .tcp_nodelay(true)
-        .pool_max_idle_per_host(256)
-        .pool_idle_timeout(Duration::from_secs(90));
-    then::ResilientClient::from_builder(builder, policy).expect("client")
+/// The client as the bench builds P1's reqwest-resilience row, from either
+/// commit's crate (their APIs agree on these calls).
+macro_rules! resilient_client {
+    ($krate:ident) => {{
+        let policy = $krate::RetryPolicy::builder()
+            .max_attempts(ATTEMPTS)
+            .backoff($krate::Backoff::full_jitter(BASE, CAP))
+            .build()
+            .expect("valid policy");
+        let builder = reqwest::Client::builder()
+            .no_proxy()
+            .tcp_nodelay(true)
+            .pool_max_idle_per_host(256)
+            .pool_idle_timeout(Duration::from_secs(90));
+        $krate::ResilientClient::from_builder(builder, policy).expect("client")
+    }};
 }
 
 fn rows() -> Vec<(&'static str, Arc<Row>)> {
-    let peer = |peer| Arc::new(Row::Peer(peers::build(peer, Settings::COMPARABLE)));
+    // The bench's own clients for the rows it has, built as P1 builds them.
+    let reqwest_of = |peer| match &*peers::build(peer, Settings::COMPARABLE) {
+        peers::Client::Bare { client, .. }
+        | peers::Client::FloorPartial(client)
+        | peers::Client::Floor { client, .. } => client.clone(),
+        _ => unreachable!("bare and the floors are reqwest clients"),
+    };
     vec![
-        ("bare", peer(Peer::Bare)),
-        ("partial floor", peer(Peer::FloorPartial)),
-        ("floor", peer(Peer::Floor)),
-        ("then", Arc::new(Row::Then(then_client()))),
-        ("now", peer(Peer::Resilient)),
+        ("bare", Arc::new(Row::Bare(reqwest_of(Peer::Bare)))),
+        (
+            "partial floor",
+            Arc::new(Row::PartialFloor(reqwest_of(Peer::FloorPartial))),
+        ),
+        (
+            "floor",
+            Arc::new(Row::Floor(
+                reqwest_of(Peer::Floor),
+                DepositWindow::new(Instant::now()),
+            )),
+        ),
+        ("then", Arc::new(Row::Then(resilient_client!(then)))),
+        ("now", Arc::new(Row::Now(resilient_client!(now)))),
     ]
 }
 
