@@ -130,7 +130,10 @@ pub async fn run(server: &Server, plan: &Plan, report: &mut Report) {
          floor in the same round), with the spread of those per-round ratios. The \
          no-regression gate's thresholds are reqwest-resilience ÷ partial floor in the \
          full run at b1d9b10, taken there as the quotient of the two rows' ratios to \
-         bare. `bench/scripts/instructions_per_request.sh` counts the client thread's \
+         bare; b1d9b10 itself does not meet them when run beside the partial floor \
+         today, so `bench/scripts/against_commit.sh REV` runs the crate at REV and the \
+         working tree side by side in one process instead (see the README). \
+         `bench/scripts/instructions_per_request.sh` counts the client thread's \
          instructions per request of any rows, which a busy machine does not move.\n\n",
     );
     text.push_str(&table(
