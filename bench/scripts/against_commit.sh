@@ -23,9 +23,9 @@ mkdir -p "$work/then" "$work/harness/src"
 
 if [ ! -f "$work/then/Cargo.toml" ]; then
     git -C "$root" archive "$rev" | tar -x -C "$work/then"
-    # A dependency of its own name: rename the package, drop its workspace table.
+    # A dependency of its own name: rename the package, drop its workspace tables.
     awk '
-        /^\[workspace\]/ { skip = 1; next }
+        /^\[workspace(\]|\.)/ { skip = 1; next }
         /^\[/ { skip = 0 }
         !skip
     ' "$work/then/Cargo.toml" |
