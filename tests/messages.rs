@@ -46,6 +46,11 @@ async fn slow_server() -> MockServer {
     server
 }
 
+/// The policy's attempts time out (after 300 ms) long before `slow_server` answers.
+fn timing_out(sleeper: &RecordingSleeper) -> RetryPolicyBuilder {
+    policy(sleeper).attempt_timeout(300 * MS)
+}
+
 /// Every duration written in `text`: the tokens that start with a digit and end in a
 /// time unit.
 fn durations_in(text: &str) -> Vec<String> {
@@ -81,8 +86,7 @@ fn assert_one_duration_format(text: &str) {
 async fn an_unkeyed_post_that_timed_out_says_it_was_not_retried_for_want_of_a_key() {
     let server = slow_server().await;
     let sleeper = RecordingSleeper::new();
-    let client =
-        ResilientClient::with_policy(policy(&sleeper).attempt_timeout(300 * MS).build().unwrap());
+    let client = ResilientClient::with_policy(timing_out(&sleeper).build().unwrap());
     let error = client
         .post(format!("{}/payments", server.uri()))
         .without_idempotency_key()
@@ -109,8 +113,7 @@ async fn an_unkeyed_post_that_timed_out_says_it_was_not_retried_for_want_of_a_ke
 async fn the_give_up_text_names_the_method_it_was_about() {
     let server = slow_server().await;
     let sleeper = RecordingSleeper::new();
-    let client =
-        ResilientClient::with_policy(policy(&sleeper).attempt_timeout(300 * MS).build().unwrap());
+    let client = ResilientClient::with_policy(timing_out(&sleeper).build().unwrap());
     let error = client
         .patch(format!("{}/orders/7", server.uri()))
         .without_idempotency_key()
@@ -133,8 +136,7 @@ async fn an_idempotent_method_stopped_by_the_classifier_says_so_not_want_of_a_ke
     let stop_everything =
         |_: &reqwest_resilience::AttemptView<'_>| Some(reqwest_resilience::Decision::Stop);
     let client = ResilientClient::with_policy(
-        policy(&sleeper)
-            .attempt_timeout(300 * MS)
+        timing_out(&sleeper)
             .classifier(stop_everything)
             .build()
             .unwrap(),
