@@ -7,14 +7,24 @@
 #     bench/scripts/against_commit.sh REV [ROUNDS]          # P1, the ratios
 #     bench/scripts/against_commit.sh REV p2 [ROUNDS]       # P2
 #     bench/scripts/against_commit.sh REV profile ROW COUNT # one row, for callgrind
+#     bench/scripts/against_commit.sh REV instructions      # each row's instructions per request
 #
 # REV's crate is exported to target/against/REV and renamed `then`; the harness is
 # bench/scripts/against_commit/main.rs. Needs REV's public API to have what the
 # harness calls (RetryPolicy::builder, Backoff::full_jitter, from_builder): true
 # from b1d9b10 on. Talks only to the bench's loopback server.
+#
+# `instructions` (needs valgrind) counts the client thread's instructions per
+# request of every row under callgrind, as instructions_per_request.sh does for the
+# bench: unlike the timed ratios, it does not move with machine load or with where
+# the linker happened to place each row's code (a null test, a commit against
+# itself, reads 0.99-1.00 in time for that reason alone).
 set -euo pipefail
 
-[ "$#" -ge 1 ] || { echo "usage: $0 REV [ROUNDS | p2 [ROUNDS] | profile ROW COUNT]" >&2; exit 2; }
+[ "$#" -ge 1 ] || {
+    echo "usage: $0 REV [ROUNDS | p2 [ROUNDS] | profile ROW COUNT | instructions]" >&2
+    exit 2
+}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 rev=$(git -C "$root" rev-parse --short "$1")
 shift
@@ -54,4 +64,21 @@ cp "$root/bench/scripts/against_commit/main.rs" "$work/harness/src/main.rs"
 cp "$root/Cargo.lock" "$work/harness/Cargo.lock"
 cargo build --release --quiet --manifest-path "$work/harness/Cargo.toml" \
     --target-dir "$root/target/against/build"
-exec "$root/target/against/build/release/against-commit" "$@"
+harness="$root/target/against/build/release/against-commit"
+[ "${1:-}" = instructions ] || exec "$harness" "$@"
+
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+client_instructions() { # row count
+    timeout 900 valgrind --tool=callgrind --separate-threads=yes \
+        --callgrind-out-file="$out/run.$2" "$harness" profile "$1" "$2" >/dev/null 2>&1
+    # The client runtime is on the main thread: the first profile.
+    awk '/^(summary|totals):/ { print $2; exit }' "$out/run.$2-01"
+}
+printf '| row | client instructions / request |\n|:---|---:|\n'
+for row in bare "partial floor" floor then now; do
+    # Two lengths, so that start-up, connection and warm-up cancel out.
+    low=$(client_instructions "$row" 1000)
+    high=$(client_instructions "$row" 3000)
+    printf '| %s | %d |\n' "$row" $(((high - low) / 2000))
+done
