@@ -13,6 +13,7 @@
 
 use std::borrow::Cow;
 
+mod causes;
 mod chain;
 mod tls;
 

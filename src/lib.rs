@@ -99,6 +99,7 @@
 //! | [`ResilienceMiddleware`] in a `reqwest_middleware` chain | `middleware` |
 //! | [`RetryPolicyConfig`]: a policy from TOML/JSON, environment variables laid over it, durations like `"250ms"` | `serde` |
 //! | the `testing` module: wiremock responders and assertions for your tests | `testing` |
+//! | [`Metrics`]: OpenTelemetry-named metrics through the `metrics` facade (a Prometheus exporter: [`examples/metrics_prometheus.rs`](https://docs.rs/crate/reqwest-resilience/latest/source/examples/metrics_prometheus.rs)) | `metrics` |
 //! | the platform's TLS (OpenSSL on Linux) instead of rustls | `native-tls` (with `default-features = false`) |
 //! | rustls with a crypto provider you install yourself | `rustls-no-provider` |
 //!
@@ -155,6 +156,7 @@
     doc = "[`ResilienceMiddleware`]: #features"
 )]
 #![cfg_attr(not(feature = "serde"), doc = "[`RetryPolicyConfig`]: #features")]
+#![cfg_attr(not(feature = "metrics"), doc = "[`Metrics`]: #features")]
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations, rust_2018_idioms, unreachable_pub)]
 #![forbid(unsafe_code)]

@@ -82,7 +82,7 @@ const OTHER: &str = "_OTHER";
 /// `reqwest_resilience_intent_give_ups_total{reqwest_resilience_give_up_reason="attempts_exhausted",…}`.
 /// Histograms carry no buckets through the facade: configure the exporter with
 /// [`DURATION_BUCKETS`](Self::DURATION_BUCKETS) and
-/// [`ATTEMPT_BUCKETS`](Self::ATTEMPT_BUCKETS) (`examples/metrics_prometheus.rs`).
+/// [`ATTEMPT_BUCKETS`](Self::ATTEMPT_BUCKETS) ([`examples/metrics_prometheus.rs`](https://docs.rs/crate/reqwest-resilience/latest/source/examples/metrics_prometheus.rs)).
 ///
 /// Not recorded (yet), because observers are not told about them:
 /// - circuit breaker state changes: observers hear how intents end, not gate

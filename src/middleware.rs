@@ -18,6 +18,17 @@ use crate::transport::{Transport, TransportError};
 /// settings (your own key, a deadline, an observer) travel as an
 /// [`IntentOptions`] extension (`.with_extension(IntentOptions::new()…)`).
 ///
+/// # Versions, and which client to start from
+///
+/// This middleware implements reqwest-middleware **0.5**'s `Middleware` trait, for
+/// **reqwest 0.13** (the versions this crate depends on; a chain built on another
+/// reqwest-middleware version does not accept it). Build the chain's inner client from
+/// [`ResilientClient::reqwest_builder`](crate::ResilientClient::reqwest_builder) (or
+/// `reqwest_builder_for(&policy)`): that builder turns reqwest's own retry layer off, so
+/// retries never stack under this one, and sets a connect timeout below the attempt
+/// timeout, so a host that never answers the handshake costs one attempt, not the whole
+/// deadline.
+///
 /// # Where to put it in the chain
 ///
 /// Put it **first** (outermost) among middleware that should run once per intent

@@ -16,7 +16,7 @@ use std::time::Duration;
 use reqwest::header::{HeaderName, HeaderValue};
 use reqwest::Request;
 
-use crate::peers::{drain, Outcome, DEFAULT_ATTEMPT_TIMEOUT};
+use crate::row::{drain, Outcome, DEFAULT_ATTEMPT_TIMEOUT};
 
 /// A floor row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

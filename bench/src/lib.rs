@@ -10,6 +10,7 @@ pub mod floor;
 pub mod markdown;
 pub mod p8_child;
 pub mod peers;
+pub mod row;
 pub mod server;
 pub mod sim;
 pub mod svg;

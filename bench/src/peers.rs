@@ -18,6 +18,7 @@ use reqwest_retry::{Jitter, RetryTransientMiddleware};
 
 use crate::floor;
 use crate::floor::deposits::DepositWindow;
+pub use crate::row::{drain, Outcome, DEFAULT_ATTEMPT_TIMEOUT};
 
 /// Backoff settings shared by every peer that has them.
 pub const BASE: Duration = Duration::from_millis(10);
@@ -54,9 +55,6 @@ pub enum Peer {
     /// the synchronous hooks: what metrics cost an intent.
     ResilientObserved,
 }
-
-/// The attempt timeout reqwest-resilience sets on every attempt by default.
-pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Peer {
     pub const ALL: [Peer; 5] = [
@@ -181,13 +179,6 @@ impl Settings {
         deadline: None,
         budget: true,
     };
-}
-
-/// What one intent ended with.
-#[derive(Debug, Clone, Copy)]
-pub struct Outcome {
-    /// The last status seen, if any response came back.
-    pub status: Option<StatusCode>,
 }
 
 /// One built client.
@@ -381,16 +372,6 @@ impl BackonError {
             BackonError::Status(response) => transient(response.status()),
             BackonError::Transport(error) => error.is_connect() || error.is_timeout(),
         }
-    }
-}
-
-/// The status, after reading the body so the connection goes back to the pool.
-pub async fn drain(response: reqwest::Response) -> Outcome {
-    let status = response.status();
-    // Read the body so the connection goes back to the pool, as real code would.
-    let _ = response.bytes().await;
-    Outcome {
-        status: Some(status),
     }
 }
 

@@ -2,14 +2,14 @@
 //!
 //! reqwest's own predicates (`is_connect()`, `is_timeout()`, …) describe the top of an
 //! error ([`Surface`]); what decides a retry sits further down, in hyper-util, hyper,
-//! h2, the TLS backend and `std::io` ([`Clues`]). [`for_each_cause`] walks the chain
-//! once, and at every `io::Error` also looks through `get_ref()`, because
-//! `io::Error::source()` skips the error it wraps. [`sort`] turns both into a kind; the
+//! h2, the TLS backend and `std::io` ([`Clues`]), found by walking the chain once
+//! (`causes.rs`). [`sort`] turns both into a kind; the
 //! kinds and what each proves are the table in `failure.rs`.
 
 use std::error::Error as StdError;
 use std::io;
 
+use super::causes::for_each_cause;
 use super::tls::{self, TlsReading};
 use super::TransportFailure;
 
@@ -85,36 +85,6 @@ pub(crate) fn sort(surface: Surface, error: &(dyn StdError + 'static)) -> Transp
         Some(reset) => reset,
         None if surface.request => TransportFailure::ConnectionLost,
         None => TransportFailure::Other,
-    }
-}
-
-/// Longer chains than this are not real (and a cycle must not hang the walk).
-const MAX_CHAIN: usize = 32;
-
-/// Calls `visit` on every error in the chain, including the error each `io::Error`
-/// wraps (which `io::Error::source()` skips: it returns the wrapped error's source).
-pub(crate) fn for_each_cause(
-    error: &(dyn StdError + 'static),
-    mut visit: impl FnMut(&(dyn StdError + 'static)),
-) {
-    let mut next = Some(error);
-    for _ in 0..MAX_CHAIN {
-        let Some(current) = next else { return };
-        visit(current);
-        // io::Error inside io::Error: look through every layer.
-        let mut wrapped = current;
-        for _ in 0..MAX_CHAIN {
-            let Some(inner) = wrapped
-                .downcast_ref::<io::Error>()
-                .and_then(io::Error::get_ref)
-            else {
-                break;
-            };
-            let inner: &(dyn StdError + 'static) = inner;
-            visit(inner);
-            wrapped = inner;
-        }
-        next = current.source();
     }
 }
 

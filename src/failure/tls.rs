@@ -119,7 +119,7 @@ fn rustls_reading(error: &rustls::Error) -> TlsReading {
 #[cfg(feature = "native-tls")]
 fn native_tls_reading(error: &native_tls::Error, message: &str) -> TlsReading {
     let mut io_below = false;
-    super::chain::for_each_cause(error, |cause| io_below |= cause.is::<std::io::Error>());
+    super::causes::for_each_cause(error, |cause| io_below |= cause.is::<std::io::Error>());
     if io_below {
         return TlsReading::Transient;
     }
@@ -287,7 +287,7 @@ mod tests {
             .await
             .expect_err("self-signed");
         let mut untyped = None;
-        crate::failure::chain::for_each_cause(&error, |cause| {
+        crate::failure::causes::for_each_cause(&error, |cause| {
             let message = cause.to_string();
             if untyped.is_none() && is_openssl(cause, &message) {
                 untyped = Some(openssl_reading(&message));

@@ -23,7 +23,7 @@ use tracing::Instrument;
 
 use super::copy_by_hand;
 use super::deposits::DepositWindow;
-use crate::peers::{drain, Outcome};
+use crate::row::{drain, Outcome};
 
 /// What the complete floor hands back in the response's extensions, as the crate
 /// hands back its attempt log.
