@@ -30,6 +30,7 @@ pub(super) fn path_of(error: &BuildError, strategy: Option<Strategy>) -> &'stati
 mod tests {
     use std::time::Duration;
 
+    use super::super::settings::rows;
     use super::*;
 
     const S: Duration = Duration::from_secs(1);

@@ -212,7 +212,7 @@ fn row_named(suffix: &str) -> Option<&'static Row<RetryPolicyConfig>> {
 /// setting's variable, if the variables give both.
 fn unlimited_budget_with_settings(origins: &Origins) -> Option<ConfigError> {
     let unlimited = origins.variable_of("budget")?;
-    let (_, setting) = origins.find(|path| path.starts_with("budget."))?;
+    let setting = origins.variable_where(|path| path.starts_with("budget."))?;
     Some(ConfigError::Conflict {
         field: setting.to_owned(),
         reason: format!(r#"{unlimited} is "unlimited", which takes no settings"#),

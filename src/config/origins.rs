@@ -28,12 +28,12 @@ impl Origins {
             .map(|(_, variable)| variable.as_str())
     }
 
-    /// The first setting recorded whose path passes `wanted`, and its variable.
-    pub(super) fn find(&self, wanted: impl Fn(&str) -> bool) -> Option<(&str, &str)> {
+    /// The variable of the first setting recorded whose path passes `wanted`.
+    pub(super) fn variable_where(&self, wanted: impl Fn(&str) -> bool) -> Option<&str> {
         self.0
             .iter()
             .find(|(path, _)| wanted(path))
-            .map(|(path, variable)| (path.as_str(), variable.as_str()))
+            .map(|(_, variable)| variable.as_str())
     }
 
     /// Adds `newer`'s records, which win over this one's.

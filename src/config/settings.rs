@@ -6,7 +6,10 @@
 //!
 //! Adding a key: its setter and getter on the policy, its row here, its line in the
 //! read-back table of `config/tests.rs`; then `BLESS=1 cargo test --lib --features
-//! serde config` rewrites `settings.md` and `variables.md` from the rows.
+//! serde config` rewrites `settings.md` and `variables.md` from the rows. A new
+//! table (a gate's settings) is one more `settings_table!` with its two accessors,
+//! its field in `RetryPolicyConfig`'s `and` block, its rows chained in [`rows`] and
+//! its builder step in `to_builder.rs`.
 
 use std::fmt;
 

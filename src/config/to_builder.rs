@@ -18,7 +18,7 @@ impl RetryPolicyConfig {
     /// classifier), then [`build`](RetryPolicyBuilder::build) — or call
     /// [`build`](Self::build) to get errors mapped to setting names.
     ///
-    /// A `budget` table is built here into a [`RetryBudget`] and handed to
+    /// A `budget` table is built here into a [`RetryBudget`](crate::RetryBudget) and handed to
     /// [`RetryPolicyBuilder::budget`], so policies built from clones of the
     /// returned builder share it; a later [`budget`](RetryPolicyBuilder::budget)
     /// or [`no_budget`](RetryPolicyBuilder::no_budget) in code replaces it.
@@ -54,7 +54,7 @@ impl RetryPolicyConfig {
     ///
     /// # Errors
     /// Everything [`to_builder`](Self::to_builder) reports, and the builder's
-    /// [`BuildError`] as [`ConfigError::Policy`] with the setting it is about
+    /// [`BuildError`](crate::BuildError) as [`ConfigError::Policy`] with the setting it is about
     /// (`max_attempts`, `backoff.base`, `deadline`, `attempt_timeout`…).
     pub fn build(&self) -> Result<RetryPolicy, ConfigError> {
         self.to_builder()?
