@@ -100,6 +100,7 @@ mod tests {
                 path,
                 "{error:?} with {strategy:?}"
             );
+            assert!(rows().any(|row| row.path == path), "{path} is no key");
         }
     }
 }
