@@ -254,7 +254,7 @@ settings_table! {
 
 settings_table! {
     /// The `backoff` table: a strategy and the durations it takes, built together
-    /// into one [`Backoff`](crate::Backoff) (see `config/backoff.rs`).
+    /// into one [`Backoff`](crate::Backoff) (see `backoff_table.rs`).
     pub(super) struct BackoffConfig at "backoff." in (backoff_table, backoff_table_mut) {
         strategy: Strategy {
             value: r#"`"full_jitter"`, `"decorrelated_jitter"`, `"constant"` or `"none"`"#,
@@ -277,7 +277,7 @@ settings_table! {
 
 settings_table! {
     /// The `budget` table, built together into one
-    /// [`RetryBudget`](crate::RetryBudget) (see `config/budget.rs`).
+    /// [`RetryBudget`](crate::RetryBudget) (see `budget_table.rs`).
     pub(super) struct BudgetSettings at "budget." in (budget_table, budget_table_mut) {
         ratio: f64 {
             value: "a number such as 0.2: the retries allowed per request",
@@ -310,7 +310,11 @@ const BUDGET: &[Row<RetryPolicyConfig>] = &[Row {
                 field: var.to_owned(),
                 value: text.to_owned(),
                 expected: format!(
-                    r#""unlimited" (set {var}_RATIO, _WINDOW, _RESERVE or _PER_HOST for a limited budget)"#
+                    r#""unlimited" (set {} for a limited budget)"#,
+                    budget_keys()
+                        .map(|key| format!("{var}_{}", key.to_ascii_uppercase()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             });
         }
@@ -384,12 +388,16 @@ impl<'de> Deserialize<'de> for BudgetConfig {
     }
 }
 
-/// What a budget may be written as, for messages.
-fn budget_forms() -> String {
-    let keys: Vec<&str> = BudgetSettings::ROWS
+/// The `budget` table's keys: `ratio`, `window`…
+fn budget_keys() -> impl Iterator<Item = &'static str> {
+    BudgetSettings::ROWS
         .iter()
         .map(|row| row.path.trim_start_matches("budget."))
-        .collect();
+}
+
+/// What a budget may be written as, for messages.
+fn budget_forms() -> String {
+    let keys: Vec<&str> = budget_keys().collect();
     format!(r#""unlimited" or a table of {}"#, keys.join(", "))
 }
 
