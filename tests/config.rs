@@ -607,6 +607,17 @@ fn every_variable_is_its_toml_key_in_upper_case_under_the_prefix() {
         ("budget.per_host", "true", "true"),
     ];
     let prefix = RetryPolicyConfig::DEFAULT_ENV_PREFIX;
+    // An unknown variable's message lists the variables that exist: exactly these.
+    let unknown = RetryPolicyConfig::from_env_vars(prefix, vars(&[("RESILIENCE_NOPE", "1")]))
+        .unwrap_err()
+        .to_string();
+    let listed: Vec<&str> = unknown
+        .rsplit("followed by one of ")
+        .next()
+        .unwrap()
+        .split(", ")
+        .collect();
+    assert_eq!(listed.len(), settings.len(), "{unknown}");
     for (key, toml_value, env_value) in settings {
         let toml_text = match key.split_once('.') {
             Some((table, key)) => format!("[{table}]\n{key} = {toml_value}"),
@@ -614,6 +625,8 @@ fn every_variable_is_its_toml_key_in_upper_case_under_the_prefix() {
         };
         let variable = format!("{prefix}_{}", key.to_uppercase().replace('.', "_"));
         assert!(!variable.contains("RETRY_RETRY"), "{variable} doubles");
+        let suffix = &variable[prefix.len() + 1..];
+        assert!(listed.contains(&suffix), "{suffix} not in {unknown}");
         let from_env = RetryPolicyConfig::from_env_vars(prefix, vars(&[(&variable, env_value)]))
             .unwrap_or_else(|error| panic!("{variable}: {error}"));
         assert_eq!(from_env, toml_config(&toml_text), "{variable} is not {key}");
