@@ -33,7 +33,7 @@ enum Class {
     Callers,
     /// Nothing the crate recognises. Not retried — it may be permanent, and it does
     /// not prove the request stayed home — and, for the same reason, an intent that
-    /// ends on it has an unknown outcome (as `Other` was treated before it had a class).
+    /// ends on it has an unknown outcome.
     Unrecognised,
 }
 

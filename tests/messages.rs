@@ -1,4 +1,4 @@
-//! Errors and logs a person can act on (issue 17): each give-up message says why the
+//! Errors and logs a person can act on: each give-up message says why the
 //! last failure was not retried, a refused certificate names the host and the remedy,
 //! every duration is written one way, and the attempt log prints one line per attempt.
 //! Real HTTP on 127.0.0.1 (wiremock, and a rustls server for certificates).
@@ -324,7 +324,7 @@ async fn an_untrusted_certificate_names_the_host_and_the_remedy_and_the_remedy_w
     assert!(text.contains("ResilientClient::from_builder"), "{text}");
 
     // Following it: trust the private CA that signed the server's certificate.
-    let ca = TestCa::new("issue 17 CA");
+    let ca = TestCa::new("messages test CA");
     let trusted = TlsServer::start(ca.leaf(&["127.0.0.1"]), &[]).await;
     let root: reqwest_resilience::reqwest::Certificate = ca.root();
     let response = client_trusting(vec![root])
@@ -337,7 +337,7 @@ async fn an_untrusted_certificate_names_the_host_and_the_remedy_and_the_remedy_w
 
 #[tokio::test]
 async fn a_certificate_for_another_host_and_an_expired_one_say_what_to_fix() {
-    let ca = TestCa::new("issue 17 CA");
+    let ca = TestCa::new("messages test CA");
     let wrong_host = TlsServer::start(ca.leaf(&["payments.example"]), &[]).await;
     let error = client_trusting(vec![ca.root()])
         .get(wrong_host.url("127.0.0.1", "/"))

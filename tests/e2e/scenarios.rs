@@ -562,7 +562,8 @@ async fn contract_key_scope_is_client_method_route_and_key() {
 /// one intent. Here the caller persisted the header value it sent (`"order-77"`,
 /// the wire form) and, after a lost response, resends with that header set by
 /// hand. The crate unquotes a hand-set sf-string header before taking it as the
-/// caller's key (it used to encode it again, `"\"order-77\""`, and pay twice).
+/// caller's key (encoding it again, `"\"order-77\""`, would be a second key: a
+/// second payment).
 /// Expected: the hand-set header reaches the server unchanged; one payment.
 #[tokio::test]
 async fn lost_response_resent_with_the_sf_string_header_set_by_hand_is_the_same_intent() {

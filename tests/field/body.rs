@@ -7,8 +7,8 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::support::{failures, policy};
 
-/// Issue 9, table row 1: a PUT whose `body_fn` stream yields an I/O error was sent
-/// three times and reported as a lost connection with an unknown outcome.
+/// A PUT whose `body_fn` stream yields an I/O error is the caller's failure: sent
+/// once, not retried, and not reported as a lost connection with an unknown outcome.
 #[tokio::test]
 async fn a_failing_body_stream_is_sent_once_and_not_retried() {
     let server = MockServer::start().await;

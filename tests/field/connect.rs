@@ -14,8 +14,9 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 use crate::support::full_queue::FullQueue;
 use crate::support::{failures, policy, MS};
 
-/// Issue 9, table row 2: an unkeyed POST to a server that never accepts, attempt
-/// timeout 300 ms, was one attempt ending in "timeout, outcome unknown".
+/// An unkeyed POST to a server that never accepts (attempt timeout 300 ms): the
+/// connect never completed, so nothing was sent and the POST may be retried, and the
+/// outcome is known, not "timeout, outcome unknown".
 #[tokio::test]
 async fn a_connect_that_never_completes_is_retried_for_an_unkeyed_post() {
     let queue = FullQueue::start()

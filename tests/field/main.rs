@@ -1,6 +1,6 @@
-//! Issue 9, proven over real sockets: TLS with certificates made in the test, HTTP/2
+//! What a transport failure proves, tested over real sockets: TLS with certificates made in the test, HTTP/2
 //! refusals and GOAWAY, a listener that never accepts, a failing body stream, a DNS
-//! failure from a custom resolver; and (issue 19) the same certificate verdict whichever
+//! failure from a custom resolver; and the same certificate verdict whichever
 //! TLS backend reqwest ended up with (`--features native-tls` compiles both in). Every
 //! server listens on 127.0.0.1 only.
 //!

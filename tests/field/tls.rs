@@ -61,8 +61,8 @@ async fn https_through_a_custom_root_keeps_one_key_across_attempts() {
     assert_eq!(sleeper.delays().len(), 1);
 }
 
-/// Issue 9, table row 3: an untrusted self-signed certificate was retried until the
-/// attempts ran out. Through the client `with_policy` builds (the platform's roots).
+/// An untrusted self-signed certificate is permanent: one attempt, not one per
+/// allowed attempt. Through the client `with_policy` builds (the platform's roots).
 #[tokio::test]
 async fn an_untrusted_self_signed_certificate_fails_after_one_attempt() {
     let server = TlsServer::start(self_signed(&LOCAL_NAMES), &[]).await;

@@ -1,4 +1,4 @@
-//! Side-by-side benchmarks of reqwest-resilience and its peers (issue 5).
+//! Side-by-side benchmarks of reqwest-resilience and its peers.
 //!
 //! ```text
 //! cargo run -p reqwest-resilience-bench --release -- --quick      # < 2 min on 2 cores

@@ -13,10 +13,6 @@ use crate::plan::Plan;
 use crate::report::Report;
 use crate::stats::{median, per_round_ratios, Spread};
 
-/// The no-regression gate: reqwest-resilience ÷ the partial floor as the full run at
-/// b1d9b10 measured it (issue 19), wall and client CPU.
-const GATE_WALL: f64 = 1.032;
-const GATE_CPU: f64 = 1.049;
 /// The aim: the crate costs at most 2 % more than the complete floor.
 const AIM: f64 = 1.02;
 
@@ -88,8 +84,7 @@ pub async fn run(server: &Server, plan: &Plan, report: &mut Report) {
          subscriber), the clock read at the attempt's start and end, a hand copy of the \
          request kept, a fresh UUID request-id header, the status classified (transient \
          status, idempotent method), one response extension. The partial floor leaves \
-         out the deposit, the spans, the clock reads and the classification (the floor \
-         the no-regression gate was set against). Bare to floor is what the defaults \
+         out the deposit, the spans, the clock reads and the classification. Bare to floor is what the defaults \
          cost; floor to reqwest-resilience is the crate's own.\n\n",
         plan.p1_rounds, plan.p1_per_round, plan.p1_warmup
     );
@@ -127,14 +122,12 @@ pub async fn run(server: &Server, plan: &Plan, report: &mut Report) {
     .collect();
     text.push_str(
         "\nreqwest-resilience ÷ floor: median over rounds of (reqwest-resilience ÷ the \
-         floor in the same round), with the spread of those per-round ratios. The \
-         no-regression gate's thresholds are reqwest-resilience ÷ partial floor in the \
-         full run at b1d9b10, taken there as the quotient of the two rows' ratios to \
-         bare; b1d9b10 itself does not meet them when run beside the partial floor \
-         today, so `bench/scripts/against_commit.sh REV` runs the crate at REV and the \
-         working tree side by side in one process instead (see the README). \
-         `bench/scripts/instructions_per_request.sh` counts the client thread's \
-         instructions per request of any rows, which a busy machine does not move.\n\n",
+         floor in the same round), with the spread of those per-round ratios. Whether a \
+         change made the send path slower is not read here: a timed difference under \
+         about 1 % is not resolved, so `bench/scripts/against_commit.sh REV instructions` \
+         counts the client thread's instructions per request of the crate at REV and of \
+         the working tree, side by side (see docs/bench/hot-path.md); a busy machine \
+         does not move that count.\n\n",
     );
     text.push_str(&table(
         &[" measure", " against", "ratio", "ratio p25–p75"],
@@ -143,7 +136,7 @@ pub async fn run(server: &Server, plan: &Plan, report: &mut Report) {
     report.section(&text);
     report.summary.p1 = Some(versus_bare[ours].1);
     report.summary.p1_floor = Some(floor_wall.median);
-    gate_and_aim(report, [floor_wall, floor_cpu], [partial_wall, partial_cpu]);
+    aim(report, [floor_wall, floor_cpu]);
     let (_, ours_wall, ours_cpu) = versus_bare[ours];
     // The peers proper: not bare (0), not ours (1), not the reference rows (last).
     let peers = &versus_bare[2..Peer::ALL.len()];
@@ -159,18 +152,11 @@ pub async fn run(server: &Server, plan: &Plan, report: &mut Report) {
     );
 }
 
-/// The targets against the floors, for [wall, client CPU].
-fn gate_and_aim(report: &mut Report, floor: [Spread; 2], partial: [Spread; 2]) {
-    for ((measure, gate), (partial, floor)) in [("wall", GATE_WALL), ("client CPU", GATE_CPU)]
-        .into_iter()
-        .zip(partial.into_iter().zip(floor))
-    {
-        report.target(
-            "P1",
-            format!("no regression: ÷ partial floor ≤ {gate:.3} ({measure})"),
-            partial.described(),
-            partial.median <= gate,
-        );
+/// The aim against the complete floor, for [wall, client CPU]. A change on the send
+/// path is held to its instruction count against the commit before it
+/// (`bench/scripts/against_commit.sh REV instructions`), which timed rows cannot resolve.
+fn aim(report: &mut Report, floor: [Spread; 2]) {
+    for (measure, floor) in ["wall", "client CPU"].into_iter().zip(floor) {
         report.target(
             "P1",
             format!("aim: ÷ floor ≤ {AIM:.2} ({measure})"),
