@@ -1,0 +1,6 @@
+//! Integration tests: real HTTP on 127.0.0.1, assertions on what the handlers did.
+
+mod concurrency;
+mod conformance;
+mod policies;
+mod support;

@@ -1,0 +1,85 @@
+//! Settings that change answers: the refusal body shape, releasing a key after a 5xx.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::HeaderValue;
+use tower_idempotency::{IdempotencyLayer, MemoryStore, Refusal, RenderedBody, ServerErrors};
+
+use crate::support::{account, send, serve, Effects, Req};
+
+/// The shape a payments SDK reads as an error: a JSON object with an `error` member.
+fn stripe_shaped(refusal: &Refusal) -> RenderedBody {
+    let body = serde_json::json!({
+        "error": {
+            "type": "idempotency_error",
+            "code": refusal.kind().slug(),
+            "message": refusal.kind().detail(),
+        }
+    });
+    RenderedBody {
+        content_type: HeaderValue::from_static("application/json"),
+        body: Bytes::from(body.to_string()),
+    }
+}
+
+#[tokio::test]
+async fn refusals_take_the_api_s_own_shape() {
+    let layer = IdempotencyLayer::builder(MemoryStore::new())
+        .principal(account)
+        .refusal_format(stripe_shaped)
+        .build()
+        .unwrap();
+    let effects = Arc::new(Effects::default());
+    let addr = serve(layer, effects.clone()).await;
+    assert_eq!(
+        send(addr, &Req::post("/payments", "k", "a")).await.status,
+        201
+    );
+    let refused = send(addr, &Req::post("/payments", "k", "b")).await;
+    assert_eq!(refused.status, 422);
+    assert_eq!(refused.headers["content-type"], "application/json");
+    let json: serde_json::Value = serde_json::from_slice(&refused.body).unwrap();
+    assert_eq!(json["error"]["code"], "mismatch");
+    assert_eq!(effects.count(), 1);
+}
+
+#[tokio::test]
+async fn a_released_5xx_lets_the_retry_execute() {
+    let layer = IdempotencyLayer::builder(MemoryStore::new())
+        .principal(account)
+        .server_errors(ServerErrors::Release)
+        .build()
+        .unwrap();
+    let effects = Arc::new(Effects::default());
+    let addr = serve(layer.clone(), effects.clone()).await;
+    let first = send(addr, &Req::post("/fail", "k", "")).await;
+    let second = send(addr, &Req::post("/fail", "k", "")).await;
+    assert_eq!((first.status, first.text().as_str()), (500, "failed 1"));
+    assert_eq!((second.status, second.text().as_str()), (500, "failed 2"));
+    assert!(!second.replayed());
+    assert_eq!(effects.count(), 2);
+    let counters = layer.counters().snapshot();
+    assert_eq!(
+        (counters.claims, counters.released, counters.replays),
+        (2, 2, 0)
+    );
+}
+
+#[tokio::test]
+async fn an_optional_key_passes_keyless_requests_through() {
+    let layer = IdempotencyLayer::builder(MemoryStore::new())
+        .principal(account)
+        .key_required(false)
+        .build()
+        .unwrap();
+    let effects = Arc::new(Effects::default());
+    let addr = serve(layer, effects.clone()).await;
+    let keyless = Req {
+        key: None,
+        ..Req::post("/payments", "k", "a")
+    };
+    assert_eq!(send(addr, &keyless).await.text(), "{\"payment\":1}");
+    assert_eq!(send(addr, &keyless).await.text(), "{\"payment\":2}");
+    assert_eq!(effects.count(), 2);
+}
