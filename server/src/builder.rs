@@ -8,10 +8,11 @@ use http::HeaderName;
 use crate::clock::{Clock, SystemClock};
 use crate::decision::ServerErrors;
 use crate::fingerprint::{Fingerprinter, Sha256Fingerprinter};
-use crate::layer::{IdempotencyLayer, Settings, Shared};
+use crate::layer::IdempotencyLayer;
 use crate::metrics::Counters;
 use crate::principal::PrincipalExtractor;
 use crate::refusal::{ProblemJson, RefusalFormat};
+use crate::shared::{Settings, Shared};
 use crate::store::Store;
 
 /// The longest key a layer may be configured to accept.
@@ -75,8 +76,15 @@ impl std::fmt::Debug for Builder {
     }
 }
 
+impl IdempotencyLayer {
+    /// Starts a layer over `store`; see [`Builder`] for the settings and defaults.
+    pub fn builder(store: impl Store) -> Builder {
+        Builder::new(Arc::new(store))
+    }
+}
+
 impl Builder {
-    pub(crate) fn new(store: Arc<dyn Store>) -> Self {
+    fn new(store: Arc<dyn Store>) -> Self {
         Self {
             store,
             principal: None,

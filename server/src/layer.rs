@@ -1,20 +1,14 @@
-//! The tower layer and the state every clone of its service shares.
+//! The tower layer.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::HeaderName;
 use tower_layer::Layer;
 
-use crate::builder::Builder;
-use crate::clock::Clock;
-use crate::decision::ServerErrors;
-use crate::fingerprint::Fingerprinter;
 use crate::metrics::Counters;
-use crate::principal::PrincipalExtractor;
-use crate::refusal::RefusalFormat;
 use crate::service::Idempotency;
-use crate::store::{Store, StoreError};
+use crate::shared::Shared;
+use crate::store::StoreError;
 
 /// Honours `Idempotency-Key` on the routes it wraps: POST and PATCH are claimed,
 /// replayed or refused; every other method passes through untouched.
@@ -33,34 +27,7 @@ impl std::fmt::Debug for IdempotencyLayer {
     }
 }
 
-#[derive(Debug, Clone)]
-pub(crate) struct Settings {
-    pub(crate) key_required: bool,
-    pub(crate) max_key_len: usize,
-    pub(crate) lease: Duration,
-    pub(crate) retention: Duration,
-    pub(crate) max_request_body: usize,
-    pub(crate) max_stored_body: usize,
-    pub(crate) replayed_headers: Vec<HeaderName>,
-    pub(crate) server_errors: ServerErrors,
-}
-
-pub(crate) struct Shared {
-    pub(crate) store: Arc<dyn Store>,
-    pub(crate) principal: Arc<dyn PrincipalExtractor>,
-    pub(crate) fingerprinter: Arc<dyn Fingerprinter>,
-    pub(crate) format: Arc<dyn RefusalFormat>,
-    pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) settings: Settings,
-    pub(crate) counters: Arc<Counters>,
-}
-
 impl IdempotencyLayer {
-    /// Starts a layer over `store`; see [`Builder`] for the settings and defaults.
-    pub fn builder(store: impl Store) -> Builder {
-        Builder::new(Arc::new(store))
-    }
-
     pub(crate) fn from_shared(shared: Shared) -> Self {
         Self {
             shared: Arc::new(shared),

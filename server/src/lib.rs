@@ -74,6 +74,7 @@ mod refusal;
 mod respond;
 mod scope;
 mod service;
+mod shared;
 mod store;
 
 pub use body::{BoxError, ResponseBody};

@@ -18,11 +18,11 @@ use crate::body::{boxed, BoxError, ResponseBody};
 use crate::capture::{capture, Captured};
 use crate::decision::{after_handler, answer_existing, AfterHandler, Answer};
 use crate::key::{parse_key, IDEMPOTENCY_KEY};
-use crate::layer::Shared;
 use crate::record::Completion;
 use crate::refusal::{Refusal, RefusalKind};
 use crate::respond;
 use crate::scope::ScopeId;
+use crate::shared::Shared;
 use crate::store::{Claim, ClaimRequest, ClaimToken};
 
 /// The service [`IdempotencyLayer`](crate::IdempotencyLayer) wraps a handler in.
