@@ -92,6 +92,8 @@ pub use respond::IDEMPOTENT_REPLAYED;
 pub use scope::ScopeId;
 pub use service::{Idempotency, ResponseFuture};
 pub use store::{Claim, ClaimRequest, ClaimToken, MemoryStore, Store, StoreError, StoreFuture};
+#[cfg(feature = "sqlite")]
+pub use store::{SqliteStore, Transacted, DEFAULT_BUSY_TIMEOUT};
 
 #[allow(dead_code)]
 fn _assert_impls() {

@@ -6,8 +6,12 @@
 //! lease lapsed and was reclaimed cannot overwrite its successor's result.
 
 mod memory;
+#[cfg(feature = "sqlite")]
+mod sqlite;
 
 pub use memory::MemoryStore;
+#[cfg(feature = "sqlite")]
+pub use sqlite::{SqliteStore, Transacted, DEFAULT_BUSY_TIMEOUT};
 
 use std::future::Future;
 use std::pin::Pin;

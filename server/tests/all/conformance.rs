@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use tower_idempotency::{IdempotencyLayer, ManualClock, MemoryStore};
+use tower_idempotency::{IdempotencyLayer, ManualClock, MemoryStore, Store};
 
 use crate::support::{account, send, serve, Answer, Effects, Req};
 
@@ -169,13 +169,29 @@ fn check(name: &str, step: usize, answer: &Answer, want: Expect) {
 }
 
 #[tokio::test]
-async fn draft_and_stripe_cases() {
+async fn draft_and_stripe_cases_in_memory() {
+    run_cases(MemoryStore::new).await;
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test]
+async fn draft_and_stripe_cases_in_sqlite() {
+    let dir = crate::support::TempDir::new("conformance");
+    let mut n = 0;
+    run_cases(|| {
+        n += 1;
+        tower_idempotency::SqliteStore::open(dir.path().join(format!("case-{n}.db"))).unwrap()
+    })
+    .await;
+}
+
+async fn run_cases<S: Store>(mut make_store: impl FnMut() -> S) {
     for (name, steps, effects_after) in cases() {
         eprintln!("case: {name}");
         let clock = Arc::new(ManualClock::new(
             SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000),
         ));
-        let layer = IdempotencyLayer::builder(MemoryStore::new())
+        let layer = IdempotencyLayer::builder(make_store())
             .principal(account)
             .lease(LEASE)
             .retention(RETENTION)
