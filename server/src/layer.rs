@@ -34,6 +34,10 @@ impl IdempotencyLayer {
         }
     }
 
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
     /// What the layer has decided so far.
     pub fn counters(&self) -> Arc<Counters> {
         Arc::clone(&self.shared.counters)

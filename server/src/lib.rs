@@ -59,6 +59,7 @@
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations, rust_2018_idioms, unreachable_pub)]
 
+mod admit;
 mod body;
 mod builder;
 mod capture;
@@ -76,6 +77,8 @@ mod scope;
 mod service;
 mod shared;
 mod store;
+#[cfg(feature = "sqlite")]
+mod transactional;
 
 pub use body::{BoxError, ResponseBody};
 pub use builder::{BuildError, Builder, MAX_KEY_LEN_LIMIT};
@@ -94,6 +97,11 @@ pub use service::{Idempotency, ResponseFuture};
 pub use store::{Claim, ClaimRequest, ClaimToken, MemoryStore, Store, StoreError, StoreFuture};
 #[cfg(feature = "sqlite")]
 pub use store::{SqliteStore, Transacted, DEFAULT_BUSY_TIMEOUT};
+#[cfg(feature = "sqlite")]
+pub use transactional::{Rollback, Transactional};
+/// The SQLite driver the store and the strong mode's effects use (one version for both).
+#[cfg(feature = "sqlite")]
+pub use rusqlite;
 
 #[allow(dead_code)]
 fn _assert_impls() {

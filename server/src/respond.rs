@@ -22,13 +22,16 @@ pub(crate) fn refusal(format: &dyn RefusalFormat, refusal: Refusal) -> Response<
     response
 }
 
-pub(crate) fn replay(stored: StoredResponse) -> Response<ResponseBody> {
+/// A stored response as a response; `replayed` marks it for a retry.
+pub(crate) fn stored(stored: StoredResponse, replayed: bool) -> Response<ResponseBody> {
     let mut response = Response::new(full(stored.body));
     *response.status_mut() = stored.status;
     let headers = response.headers_mut();
     for (name, value) in stored.headers {
         headers.append(name, value);
     }
-    headers.insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
+    if replayed {
+        headers.insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
+    }
     response
 }

@@ -10,20 +10,18 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{Method, Request, Response};
 use http_body::Body;
-use http_body_util::{BodyExt, LengthLimitError, Limited};
 use tower_service::Service;
 use tracing::Instrument;
 
+use crate::admit::{admit, Admitted};
 use crate::body::{boxed, BoxError, ResponseBody};
 use crate::capture::{capture, Captured};
 use crate::decision::{after_handler, answer_existing, AfterHandler, Answer};
-use crate::key::{parse_key, IDEMPOTENCY_KEY};
 use crate::record::Completion;
-use crate::refusal::{Refusal, RefusalKind};
+use crate::refusal::RefusalKind;
 use crate::respond;
-use crate::scope::ScopeId;
 use crate::shared::Shared;
-use crate::store::{Claim, ClaimRequest, ClaimToken};
+use crate::store::Claim;
 
 /// The service [`IdempotencyLayer`](crate::IdempotencyLayer) wraps a handler in.
 #[derive(Clone)]
@@ -100,38 +98,12 @@ where
     ResB::Error: Into<BoxError>,
 {
     let settings = &shared.settings;
-    let (parts, body) = request.into_parts();
-    let key = match parts.headers.get(IDEMPOTENCY_KEY) {
-        None if !settings.key_required => {
-            let response = inner.call(Request::from_parts(parts, body)).await?;
-            return Ok(response.map(boxed));
-        }
-        None => return Ok(shared.refuse(RefusalKind::MissingKey, None)),
-        Some(value) => match parse_key(value, settings.max_key_len) {
-            Ok(key) => key,
-            Err(_) => return Ok(shared.refuse(RefusalKind::InvalidKey, None)),
-        },
+    let (parts, bytes, claim) = match admit(&shared, request).await {
+        Admitted::Keyed { parts, body, claim } => (parts, body, claim),
+        Admitted::Unkeyed(request) => return Ok(inner.call(request).await?.map(boxed)),
+        Admitted::Refused(response) => return Ok(response),
     };
-    let Some(principal) = shared.principal.principal(&parts) else {
-        return Ok(shared.refuse(RefusalKind::NoPrincipal, None));
-    };
-    let bytes = match Limited::new(body, settings.max_request_body)
-        .collect()
-        .await
-    {
-        Ok(collected) => collected.to_bytes(),
-        Err(error) if error.is::<LengthLimitError>() => {
-            return Ok(shared.refuse(RefusalKind::BodyTooLarge, None))
-        }
-        Err(_) => return Ok(shared.refuse(RefusalKind::UnreadableBody, None)),
-    };
-    let scope = ScopeId::new(&principal, &parts.method, parts.uri.path(), &key);
-    let claim = ClaimRequest {
-        scope,
-        fingerprint: shared.fingerprinter.fingerprint(&parts, &bytes),
-        now: shared.clock.now(),
-        lease: settings.lease,
-    };
+    let scope = claim.scope;
     let span = tracing::debug_span!("idempotency", key = %scope, method = %parts.method);
     async {
         let token = match shared.store.claim(&claim).await {
@@ -149,7 +121,7 @@ where
                                 status = stored.status.as_u16(),
                                 "stored response replayed"
                             );
-                            respond::replay(stored)
+                            respond::stored(stored, true)
                         }
                         Answer::Refuse(refusal) => {
                             shared.refuse(refusal.kind(), refusal.retry_after())
@@ -202,40 +174,4 @@ where
     }
     .instrument(span)
     .await
-}
-
-impl Shared {
-    fn refuse(&self, kind: RefusalKind, retry_after: Option<Duration>) -> Response<ResponseBody> {
-        self.counters.refused(kind);
-        tracing::debug!(refusal = kind.slug(), "request refused");
-        respond::refusal(self.format.as_ref(), Refusal::new(kind, retry_after))
-    }
-
-    async fn release(&self, token: &ClaimToken) {
-        match self.store.release(token).await {
-            Ok(true) => self.counters.released(),
-            Ok(false) => self.counters.lost_claim(),
-            Err(error) => {
-                self.counters.store_error();
-                tracing::warn!(%error, "key not released; it frees itself when its lease lapses");
-            }
-        }
-    }
-
-    async fn complete(&self, token: &ClaimToken, completion: &Completion) {
-        let expires_at = self.clock.now() + self.settings.retention;
-        match self.store.complete(token, completion, expires_at).await {
-            Ok(true) => {}
-            Ok(false) => {
-                self.counters.lost_claim();
-                tracing::warn!(
-                    "the claim lapsed before the handler finished; its result is not kept"
-                );
-            }
-            Err(error) => {
-                self.counters.store_error();
-                tracing::warn!(%error, "result not kept; the key frees itself when its lease lapses");
-            }
-        }
-    }
 }

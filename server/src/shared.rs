@@ -3,15 +3,18 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::HeaderName;
+use http::{HeaderName, Response};
 
+use crate::body::ResponseBody;
 use crate::clock::Clock;
 use crate::decision::ServerErrors;
 use crate::fingerprint::Fingerprinter;
 use crate::metrics::Counters;
 use crate::principal::PrincipalExtractor;
-use crate::refusal::RefusalFormat;
-use crate::store::Store;
+use crate::record::Completion;
+use crate::refusal::{Refusal, RefusalFormat, RefusalKind};
+use crate::respond;
+use crate::store::{ClaimToken, Store};
 
 #[derive(Debug, Clone)]
 pub(crate) struct Settings {
@@ -33,4 +36,44 @@ pub(crate) struct Shared {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) settings: Settings,
     pub(crate) counters: Arc<Counters>,
+}
+
+impl Shared {
+    pub(crate) fn refuse(
+        &self,
+        kind: RefusalKind,
+        retry_after: Option<Duration>,
+    ) -> Response<ResponseBody> {
+        self.counters.refused(kind);
+        tracing::debug!(refusal = kind.slug(), "request refused");
+        respond::refusal(self.format.as_ref(), Refusal::new(kind, retry_after))
+    }
+
+    pub(crate) async fn release(&self, token: &ClaimToken) {
+        match self.store.release(token).await {
+            Ok(true) => self.counters.released(),
+            Ok(false) => self.counters.lost_claim(),
+            Err(error) => {
+                self.counters.store_error();
+                tracing::warn!(%error, "key not released; it frees itself when its lease lapses");
+            }
+        }
+    }
+
+    pub(crate) async fn complete(&self, token: &ClaimToken, completion: &Completion) {
+        let expires_at = self.clock.now() + self.settings.retention;
+        match self.store.complete(token, completion, expires_at).await {
+            Ok(true) => {}
+            Ok(false) => {
+                self.counters.lost_claim();
+                tracing::warn!(
+                    "the claim lapsed before the handler finished; its result is not kept"
+                );
+            }
+            Err(error) => {
+                self.counters.store_error();
+                tracing::warn!(%error, "result not kept; the key frees itself when its lease lapses");
+            }
+        }
+    }
 }

@@ -159,6 +159,34 @@ impl SqliteStore {
     }
 }
 
+impl SqliteStore {
+    /// Runs `effect` in one transaction without a key (a route whose key is optional
+    /// and absent): committed when it returns `Ok`.
+    pub(crate) async fn transact_unkeyed<E, F>(
+        &self,
+        effect: F,
+    ) -> Result<Result<StoredResponse, E>, StoreError>
+    where
+        E: Send + 'static,
+        F: FnOnce(&Transaction<'_>) -> Result<StoredResponse, E> + Send + 'static,
+    {
+        let conn = Arc::clone(&self.conn);
+        let joined =
+            tokio::task::spawn_blocking(move || -> rusqlite::Result<Result<StoredResponse, E>> {
+                let mut conn = conn.lock().unwrap_or_else(|e| e.into_inner());
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let out = effect(&tx);
+                if out.is_ok() {
+                    tx.commit()?;
+                }
+                Ok(out)
+            })
+            .await
+            .map_err(|e| StoreError::new("run the transaction", e))?;
+        joined.map_err(|e| StoreError::new("run the transaction", e))
+    }
+}
+
 impl Store for SqliteStore {
     fn claim<'a>(&'a self, request: &'a ClaimRequest) -> StoreFuture<'a, Claim> {
         let request = request.clone();
