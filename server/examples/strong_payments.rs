@@ -29,7 +29,10 @@ fn account(parts: &http::request::Parts) -> Option<Principal> {
 
 /// The payment: one row, and the response that says so, in the claim's transaction.
 fn charge(tx: &rusqlite::Transaction<'_>, body: &Bytes) -> Result<StoredResponse, Rollback> {
-    let amount: i64 = match std::str::from_utf8(body).ok().and_then(|s| s.trim().parse().ok()) {
+    let amount: i64 = match std::str::from_utf8(body)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+    {
         Some(amount) => amount,
         None => {
             // A 4xx that commits: the key keeps this answer, as Stripe keeps its 400s.
@@ -44,24 +47,33 @@ fn charge(tx: &rusqlite::Transaction<'_>, body: &Bytes) -> Result<StoredResponse
     let id = tx.last_insert_rowid();
     Ok(StoredResponse {
         status: StatusCode::CREATED,
-        headers: vec![(http::header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        headers: vec![(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
         body: Bytes::from(format!("{{\"payment\":{id},\"amount\":{amount}}}")),
     })
 }
 
 async fn pay(State(strong): State<Transactional>, request: Request) -> impl IntoResponse {
-    strong.handle(request, |tx, _parts, body| charge(tx, body)).await
+    strong
+        .handle(request, |tx, _parts, body| charge(tx, body))
+        .await
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let path = std::env::args().nth(1).unwrap_or_else(|| "payments.db".to_owned());
+    let path = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "payments.db".to_owned());
     let store = SqliteStore::open(&path)?;
     // The application's own table, in the same file as the keys.
     rusqlite::Connection::open(&path)?.execute_batch(
         "CREATE TABLE IF NOT EXISTS payments (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL)",
     )?;
-    let idempotency = IdempotencyLayer::builder(store.clone()).principal(account).build()?;
+    let idempotency = IdempotencyLayer::builder(store.clone())
+        .principal(account)
+        .build()?;
     let app = Router::new()
         .route("/payments", post(pay))
         .with_state(idempotency.transactional(store));

@@ -92,6 +92,9 @@ pub use principal::{Principal, PrincipalExtractor, SinglePrincipal};
 pub use record::{Completion, Existing, ExistingState, NotStored, StoredResponse};
 pub use refusal::{ProblemJson, Refusal, RefusalFormat, RefusalKind, RenderedBody};
 pub use respond::IDEMPOTENT_REPLAYED;
+/// The SQLite driver the store and the strong mode's effects use (one version for both).
+#[cfg(feature = "sqlite")]
+pub use rusqlite;
 pub use scope::ScopeId;
 pub use service::{Idempotency, ResponseFuture};
 pub use store::{Claim, ClaimRequest, ClaimToken, MemoryStore, Store, StoreError, StoreFuture};
@@ -99,9 +102,6 @@ pub use store::{Claim, ClaimRequest, ClaimToken, MemoryStore, Store, StoreError,
 pub use store::{SqliteStore, Transacted, DEFAULT_BUSY_TIMEOUT};
 #[cfg(feature = "sqlite")]
 pub use transactional::{Rollback, Transactional};
-/// The SQLite driver the store and the strong mode's effects use (one version for both).
-#[cfg(feature = "sqlite")]
-pub use rusqlite;
 
 #[allow(dead_code)]
 fn _assert_impls() {

@@ -2,5 +2,7 @@
 
 mod concurrency;
 mod conformance;
+#[cfg(feature = "sqlite")]
+mod crash;
 mod policies;
 mod support;

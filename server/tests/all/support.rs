@@ -173,10 +173,15 @@ impl Answer {
 
 /// Sends one request on a new HTTP/1 connection.
 pub async fn send(addr: SocketAddr, req: &Req) -> Answer {
-    let stream = TcpStream::connect(addr).await.unwrap();
+    try_send(addr, req).await.expect("an answer")
+}
+
+/// Sends one request; `None` when the connection failed or was cut (the server died).
+pub async fn try_send(addr: SocketAddr, req: &Req) -> Option<Answer> {
+    let stream = TcpStream::connect(addr).await.ok()?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
-        .unwrap();
+        .ok()?;
     tokio::spawn(conn);
     let mut builder = http::Request::builder()
         .method(req.method)
@@ -195,13 +200,13 @@ pub async fn send(addr: SocketAddr, req: &Req) -> Answer {
     let response = tokio::time::timeout(Duration::from_secs(20), sender.send_request(request))
         .await
         .expect("answer within 20 s")
-        .unwrap();
+        .ok()?;
     let (parts, body) = response.into_parts();
-    Answer {
+    Some(Answer {
         status: parts.status.as_u16(),
         headers: parts.headers,
-        body: body.collect().await.unwrap().to_bytes(),
-    }
+        body: body.collect().await.ok()?.to_bytes(),
+    })
 }
 
 /// A directory under the system's temp dir, removed when dropped.
