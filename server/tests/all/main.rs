@@ -5,4 +5,6 @@ mod conformance;
 #[cfg(feature = "sqlite")]
 mod crash;
 mod policies;
+#[cfg(feature = "sqlite")]
+mod sqlite;
 mod support;
