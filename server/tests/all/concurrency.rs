@@ -65,4 +65,9 @@ async fn sixty_four_concurrent_identical_requests_make_one_effect() {
         (conflicts, replays as u64)
     );
     assert!(conflicts > 0, "the requests overlapped at least once");
+    eprintln!(
+        "rounds: {}, concurrent: {CONCURRENT}, effects: {}, conflicts (409): {conflicts}, replays: {replays}",
+        rounds(),
+        effects.count()
+    );
 }
