@@ -34,6 +34,7 @@ impl IdempotencyLayer {
         }
     }
 
+    #[cfg(feature = "sqlite")]
     pub(crate) fn shared(&self) -> &Arc<Shared> {
         &self.shared
     }
