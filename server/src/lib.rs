@@ -97,6 +97,8 @@ pub use respond::IDEMPOTENT_REPLAYED;
 pub use rusqlite;
 pub use scope::ScopeId;
 pub use service::{Idempotency, ResponseFuture};
+#[cfg(feature = "postgres")]
+pub use store::PostgresStore;
 pub use store::{Claim, ClaimRequest, ClaimToken, MemoryStore, Store, StoreError, StoreFuture};
 #[cfg(feature = "sqlite")]
 pub use store::{SqliteStore, Transacted, DEFAULT_BUSY_TIMEOUT};

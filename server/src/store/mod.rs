@@ -6,10 +6,14 @@
 //! lease lapsed and was reclaimed cannot overwrite its successor's result.
 
 mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
 pub use memory::MemoryStore;
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteStore, Transacted, DEFAULT_BUSY_TIMEOUT};
 

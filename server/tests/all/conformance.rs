@@ -185,7 +185,13 @@ async fn draft_and_stripe_cases_in_sqlite() {
     .await;
 }
 
-async fn run_cases<S: Store>(mut make_store: impl FnMut() -> S) {
+/// The cases' names, in order (a caller preparing one store per case counts them).
+#[allow(dead_code)]
+pub fn case_names() -> Vec<&'static str> {
+    cases().into_iter().map(|(name, _, _)| name).collect()
+}
+
+pub async fn run_cases<S: Store>(mut make_store: impl FnMut() -> S) {
     for (name, steps, effects_after) in cases() {
         eprintln!("case: {name}");
         let clock = Arc::new(ManualClock::new(

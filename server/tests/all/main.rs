@@ -5,6 +5,10 @@ mod conformance;
 #[cfg(feature = "sqlite")]
 mod crash;
 mod policies;
+#[cfg(feature = "postgres")]
+mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod support;
+#[cfg(feature = "postgres")]
+mod throwaway_pg;
