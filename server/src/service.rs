@@ -169,7 +169,7 @@ where
                 }
             }
         };
-        shared.complete(&token, &completion).await;
+        shared.complete(&token, completion).await;
         Ok(response)
     }
     .instrument(span)

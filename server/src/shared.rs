@@ -60,7 +60,7 @@ impl Shared {
         }
     }
 
-    pub(crate) async fn complete(&self, token: &ClaimToken, completion: &Completion) {
+    pub(crate) async fn complete(&self, token: &ClaimToken, completion: Completion) {
         let expires_at = self.clock.now() + self.settings.retention;
         match self.store.complete(token, completion, expires_at).await {
             Ok(true) => {}

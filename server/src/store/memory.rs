@@ -106,13 +106,13 @@ impl Store for MemoryStore {
     fn complete<'a>(
         &'a self,
         token: &'a ClaimToken,
-        completion: &'a Completion,
+        completion: Completion,
         expires_at: SystemTime,
     ) -> StoreFuture<'a, bool> {
         let mut records = self.lock();
         let held = match Self::holds(&mut records, token) {
             Some(record) => {
-                record.completion = Some(completion.clone());
+                record.completion = Some(completion);
                 record.expires_at = expires_at;
                 true
             }

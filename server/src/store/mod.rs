@@ -5,6 +5,8 @@
 //! key must not both see it free. Each claim carries a generation, so a holder whose
 //! lease lapsed and was reclaimed cannot overwrite its successor's result.
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod columns;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -42,7 +44,7 @@ pub trait Store: Send + Sync + 'static {
     fn complete<'a>(
         &'a self,
         token: &'a ClaimToken,
-        completion: &'a Completion,
+        completion: Completion,
         expires_at: SystemTime,
     ) -> StoreFuture<'a, bool>;
 
@@ -130,7 +132,7 @@ impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
     fn complete<'a>(
         &'a self,
         token: &'a ClaimToken,
-        completion: &'a Completion,
+        completion: Completion,
         expires_at: SystemTime,
     ) -> StoreFuture<'a, bool> {
         (**self).complete(token, completion, expires_at)

@@ -5,12 +5,12 @@ mod migrate;
 
 use std::time::SystemTime;
 
-use http::{HeaderName, HeaderValue, StatusCode};
 use tokio_postgres::{Client, GenericClient, NoTls};
 
+use super::columns::{completion, encode_headers, millis, time};
 use super::{Claim, ClaimRequest, ClaimToken, Store, StoreError, StoreFuture};
 use crate::fingerprint::Fingerprint;
-use crate::record::{Completion, Existing, ExistingState, NotStored, StoredResponse};
+use crate::record::{Completion, Existing, ExistingState};
 
 /// Claims and responses in PostgreSQL over one pipelined connection.
 pub struct PostgresStore {
@@ -104,7 +104,13 @@ pub(crate) async fn claim_in<C: GenericClient>(
         if let Some(row) = client.query_opt(EXISTING, &[&scope]).await? {
             let fingerprint = Fingerprint::from_bytes(row.get::<_, Vec<u8>>(0));
             let state = if row.get::<_, bool>(2) {
-                ExistingState::Completed(completion(row.get(3), row.get(4), row.get(5), row.get(6)))
+                ExistingState::Completed(completion(
+                    row.get::<_, Option<i32>>(3)
+                        .and_then(|s| u16::try_from(s).ok()),
+                    row.get(4),
+                    row.get(5),
+                    row.get(6),
+                ))
             } else {
                 ExistingState::InProgress {
                     lease_until: time(row.get(1)),
@@ -155,65 +161,6 @@ pub(crate) async fn complete_in<C: GenericClient>(
     Ok(updated == 1)
 }
 
-fn millis(time: SystemTime) -> i64 {
-    let since = time
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap_or_default();
-    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
-}
-
-fn time(millis: i64) -> SystemTime {
-    SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(millis.max(0) as u64)
-}
-
-fn completion(
-    status: Option<i32>,
-    headers: Option<Vec<u8>>,
-    body: Option<Vec<u8>>,
-    not_stored: Option<String>,
-) -> Completion {
-    let status = status
-        .and_then(|s| u16::try_from(s).ok())
-        .and_then(|s| StatusCode::from_u16(s).ok())
-        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    match (not_stored.as_deref().and_then(NotStored::parse), body) {
-        (Some(reason), _) => Completion::NotStored { status, reason },
-        (None, Some(body)) => Completion::Stored(StoredResponse {
-            status,
-            headers: decode_headers(&headers.unwrap_or_default()),
-            body: body.into(),
-        }),
-        (None, None) => Completion::NotStored {
-            status,
-            reason: NotStored::Failed,
-        },
-    }
-}
-
-/// `name:value` lines, as the SQLite store writes them.
-fn encode_headers(headers: &[(HeaderName, HeaderValue)]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for (name, value) in headers {
-        out.extend_from_slice(name.as_str().as_bytes());
-        out.push(b':');
-        out.extend_from_slice(value.as_bytes());
-        out.push(b'\n');
-    }
-    out
-}
-
-fn decode_headers(bytes: &[u8]) -> Vec<(HeaderName, HeaderValue)> {
-    bytes
-        .split(|&b| b == b'\n')
-        .filter_map(|line| {
-            let colon = line.iter().position(|&b| b == b':')?;
-            let name = HeaderName::from_bytes(&line[..colon]).ok()?;
-            let value = HeaderValue::from_bytes(&line[colon + 1..]).ok()?;
-            Some((name, value))
-        })
-        .collect()
-}
-
 fn fail(what: &'static str) -> impl Fn(tokio_postgres::Error) -> StoreError {
     move |e| StoreError::new(what, e)
 }
@@ -226,11 +173,11 @@ impl Store for PostgresStore {
     fn complete<'a>(
         &'a self,
         token: &'a ClaimToken,
-        completion: &'a Completion,
+        completion: Completion,
         expires_at: SystemTime,
     ) -> StoreFuture<'a, bool> {
         Box::pin(async move {
-            complete_in(&self.client, token, completion, expires_at)
+            complete_in(&self.client, token, &completion, expires_at)
                 .await
                 .map_err(fail("store a response"))
         })

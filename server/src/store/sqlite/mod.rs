@@ -196,10 +196,10 @@ impl Store for SqliteStore {
     fn complete<'a>(
         &'a self,
         token: &'a ClaimToken,
-        completion: &'a Completion,
+        completion: Completion,
         expires_at: SystemTime,
     ) -> StoreFuture<'a, bool> {
-        let (token, completion) = (token.clone(), completion.clone());
+        let token = token.clone();
         Box::pin(self.write("store a response", move |tx| {
             queries::complete(tx, &token, &completion, expires_at)
         }))

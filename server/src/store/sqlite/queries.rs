@@ -1,25 +1,13 @@
 //! The store's statements and how rows map to records.
 
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
-use http::{HeaderName, HeaderValue, StatusCode};
 use rusqlite::{params, OptionalExtension, Transaction};
 
 use crate::fingerprint::Fingerprint;
-use crate::record::{Completion, Existing, ExistingState, NotStored, StoredResponse};
+use crate::record::{Completion, Existing, ExistingState};
+use crate::store::columns::{completion, encode_headers, millis, time};
 use crate::store::{Claim, ClaimRequest, ClaimToken};
-
-/// Milliseconds since the Unix epoch (the columns' unit).
-pub(super) fn millis(time: SystemTime) -> i64 {
-    let since = time
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap_or(Duration::ZERO);
-    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
-}
-
-fn time(millis: i64) -> SystemTime {
-    SystemTime::UNIX_EPOCH + Duration::from_millis(millis.max(0) as u64)
-}
 
 /// Takes the key if it has no row or its row expired, in one statement: the unique
 /// key and `ON CONFLICT` decide, never a read followed by a write. The row is read
@@ -65,7 +53,7 @@ pub(super) fn claim(tx: &Transaction<'_>, request: &ClaimRequest) -> rusqlite::R
             let expires_at = time(row.get(1)?);
             let state = if row.get::<_, bool>(2)? {
                 ExistingState::Completed(completion(
-                    row.get(3)?,
+                    row.get::<_, Option<u16>>(3)?,
                     row.get::<_, Option<Vec<u8>>>(4)?,
                     row.get::<_, Option<Vec<u8>>>(5)?,
                     row.get::<_, Option<String>>(6)?,
@@ -127,75 +115,4 @@ pub(super) fn prune(tx: &Transaction<'_>, now: SystemTime) -> rusqlite::Result<u
         [millis(now)],
     )?;
     Ok(deleted as u64)
-}
-
-fn completion(
-    status: u16,
-    headers: Option<Vec<u8>>,
-    body: Option<Vec<u8>>,
-    not_stored: Option<String>,
-) -> Completion {
-    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    match (not_stored.as_deref().and_then(NotStored::parse), body) {
-        (Some(reason), _) => Completion::NotStored { status, reason },
-        (None, Some(body)) => Completion::Stored(StoredResponse {
-            status,
-            headers: decode_headers(&headers.unwrap_or_default()),
-            body: body.into(),
-        }),
-        // A row this build did not write: say so rather than replay an empty body.
-        (None, None) => Completion::NotStored {
-            status,
-            reason: NotStored::Failed,
-        },
-    }
-}
-
-/// `name:value` lines: names have no `:` and values no newline (HTTP forbids both).
-fn encode_headers(headers: &[(HeaderName, HeaderValue)]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for (name, value) in headers {
-        out.extend_from_slice(name.as_str().as_bytes());
-        out.push(b':');
-        out.extend_from_slice(value.as_bytes());
-        out.push(b'\n');
-    }
-    out
-}
-
-fn decode_headers(bytes: &[u8]) -> Vec<(HeaderName, HeaderValue)> {
-    bytes
-        .split(|&b| b == b'\n')
-        .filter_map(|line| {
-            let colon = line.iter().position(|&b| b == b':')?;
-            let name = HeaderName::from_bytes(&line[..colon]).ok()?;
-            let value = HeaderValue::from_bytes(&line[colon + 1..]).ok()?;
-            Some((name, value))
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn headers_round_trip() {
-        let headers = vec![
-            (
-                http::header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            ),
-            (
-                http::header::LOCATION,
-                HeaderValue::from_static("/p/1?a=b:c"),
-            ),
-            (
-                http::header::LOCATION,
-                HeaderValue::from_bytes(b"\xff\xfe").unwrap(),
-            ),
-        ];
-        assert_eq!(decode_headers(&encode_headers(&headers)), headers);
-        assert!(decode_headers(&encode_headers(&[])).is_empty());
-    }
 }
