@@ -4,6 +4,7 @@ mod concurrency;
 mod conformance;
 #[cfg(feature = "sqlite")]
 mod crash;
+mod observability;
 mod policies;
 #[cfg(feature = "postgres")]
 mod postgres;

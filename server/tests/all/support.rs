@@ -210,8 +210,10 @@ pub async fn try_send(addr: SocketAddr, req: &Req) -> Option<Answer> {
 }
 
 /// A directory under the system's temp dir, removed when dropped.
+#[cfg(feature = "sqlite")]
 pub struct TempDir(std::path::PathBuf);
 
+#[cfg(feature = "sqlite")]
 impl TempDir {
     pub fn new(name: &str) -> Self {
         static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -229,6 +231,7 @@ impl TempDir {
     }
 }
 
+#[cfg(feature = "sqlite")]
 impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
