@@ -15,7 +15,7 @@ use crate::principal::Principal;
 pub struct ScopeId([u8; 32]);
 
 impl ScopeId {
-    pub(crate) fn new(principal: &Principal, method: &Method, path: &str, key: &Key) -> Self {
+    pub(crate) fn new(principal: &Principal, method: &Method, path: &str, key: &Key<'_>) -> Self {
         let mut hash = Sha256::new();
         for part in [principal.as_str(), method.as_str(), path, key.as_str()] {
             // Length-prefixed, so no two different tuples hash the same bytes.
@@ -56,39 +56,27 @@ mod tests {
     use super::*;
     use crate::key::parse_key;
 
-    fn key(s: &'static str) -> Key {
-        parse_key(&http::HeaderValue::from_static(s), 255).unwrap()
+    fn id(principal: &str, method: Method, path: &str, key: &str) -> ScopeId {
+        let value = http::HeaderValue::from_str(key).unwrap();
+        let key = parse_key(&value, 255).unwrap();
+        ScopeId::new(&Principal::new(principal), &method, path, &key)
     }
 
     #[test]
     fn each_part_of_the_scope_separates_keys() {
-        let alice = Principal::new("alice");
-        let base = ScopeId::new(&alice, &Method::POST, "/payments", &key("k1"));
+        let base = id("alice", Method::POST, "/payments", "k1");
         let others = [
-            ScopeId::new(
-                &Principal::new("bob"),
-                &Method::POST,
-                "/payments",
-                &key("k1"),
-            ),
-            ScopeId::new(&alice, &Method::PATCH, "/payments", &key("k1")),
-            ScopeId::new(&alice, &Method::POST, "/refunds", &key("k1")),
-            ScopeId::new(&alice, &Method::POST, "/payments", &key("k2")),
+            id("bob", Method::POST, "/payments", "k1"),
+            id("alice", Method::PATCH, "/payments", "k1"),
+            id("alice", Method::POST, "/refunds", "k1"),
+            id("alice", Method::POST, "/payments", "k2"),
             // Boundaries are length-prefixed: moving a character between parts differs.
-            ScopeId::new(
-                &Principal::new("alic"),
-                &Method::POST,
-                "e/payments",
-                &key("k1"),
-            ),
+            id("alic", Method::POST, "e/payments", "k1"),
         ];
         for other in others {
             assert_ne!(base, other);
         }
-        assert_eq!(
-            base,
-            ScopeId::new(&alice, &Method::POST, "/payments", &key("k1"))
-        );
+        assert_eq!(base, id("alice", Method::POST, "/payments", "k1"));
     }
 
     #[test]
