@@ -97,11 +97,13 @@ pub use respond::IDEMPOTENT_REPLAYED;
 pub use rusqlite;
 pub use scope::ScopeId;
 pub use service::{Idempotency, ResponseFuture};
+pub use store::{
+    Claim, ClaimRequest, ClaimToken, MemoryStore, Store, StoreError, StoreFuture, Transacted,
+};
 #[cfg(feature = "postgres")]
-pub use store::PostgresStore;
-pub use store::{Claim, ClaimRequest, ClaimToken, MemoryStore, Store, StoreError, StoreFuture};
+pub use store::{EffectFuture, PostgresStore, MAX_POSTGRES_TRANSACTIONS};
 #[cfg(feature = "sqlite")]
-pub use store::{SqliteStore, Transacted, DEFAULT_BUSY_TIMEOUT};
+pub use store::{SqliteStore, DEFAULT_BUSY_TIMEOUT};
 #[cfg(feature = "sqlite")]
 pub use transactional::{Rollback, Transactional};
 

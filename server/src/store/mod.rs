@@ -15,16 +15,16 @@ mod sqlite;
 
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
-pub use postgres::PostgresStore;
+pub use postgres::{EffectFuture, PostgresStore, MAX_POSTGRES_TRANSACTIONS};
 #[cfg(feature = "sqlite")]
-pub use sqlite::{SqliteStore, Transacted, DEFAULT_BUSY_TIMEOUT};
+pub use sqlite::{SqliteStore, DEFAULT_BUSY_TIMEOUT};
 
 use std::future::Future;
 use std::pin::Pin;
 use std::time::{Duration, SystemTime};
 
 use crate::fingerprint::Fingerprint;
-use crate::record::{Completion, Existing};
+use crate::record::{Completion, Existing, StoredResponse};
 use crate::scope::ScopeId;
 
 /// The future a [`Store`] method returns.
@@ -54,6 +54,18 @@ pub trait Store: Send + Sync + 'static {
 
     /// Deletes every expired record; returns how many.
     fn prune(&self, now: SystemTime) -> StoreFuture<'_, u64>;
+}
+
+/// What a strong-mode transaction (`SqliteStore::transact`, `PostgresStore::transact`) did.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Transacted<E> {
+    /// The effect ran; its writes, the claim and `response` committed together.
+    Executed(StoredResponse),
+    /// Another request had claimed or finished the key; nothing ran.
+    Existing(Existing),
+    /// The effect asked for a rollback: nothing was written, the key is still free.
+    RolledBack(E),
 }
 
 /// One request's attempt to claim a key.

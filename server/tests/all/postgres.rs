@@ -90,3 +90,115 @@ async fn postgres_store() {
         effects.count()
     );
 }
+
+/// The strong mode's effect in these tests: one payment row and its receipt.
+fn pay<'t>(
+    tx: &'t tokio_postgres::Transaction<'t>,
+    amount: i64,
+) -> tower_idempotency::EffectFuture<'t, tokio_postgres::Error> {
+    Box::pin(async move {
+        let row = tx
+            .query_one(
+                "INSERT INTO payments (amount) VALUES ($1) RETURNING id",
+                &[&amount],
+            )
+            .await?;
+        let id: i64 = row.get(0);
+        Ok(tower_idempotency::StoredResponse {
+            status: http::StatusCode::CREATED,
+            headers: vec![],
+            body: bytes::Bytes::from(id.to_string()),
+        })
+    })
+}
+
+/// The strong mode on PostgreSQL: the claim, the effect's row and the response commit
+/// together; a rolled-back effect leaves nothing; concurrent callers of one key see
+/// one execution.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_strong_mode() {
+    use std::time::{Duration, SystemTime};
+
+    use tower_idempotency::{ClaimRequest, EffectFuture, Fingerprint, ScopeId, Transacted};
+
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let conninfo = cluster.database("strong").await;
+    let store = Arc::new(PostgresStore::connect(&conninfo).await.unwrap());
+    let (admin, connection) = tokio_postgres::connect(&conninfo, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    admin
+        .batch_execute("CREATE TABLE payments (id BIGSERIAL PRIMARY KEY, amount BIGINT NOT NULL)")
+        .await
+        .unwrap();
+    let request = |scope: u8| ClaimRequest {
+        scope: ScopeId::from_bytes([scope; 32]),
+        fingerprint: Fingerprint::from_bytes(vec![scope]),
+        now: SystemTime::now(),
+        lease: Duration::from_secs(30),
+    };
+    let count = || async {
+        admin
+            .query_one("SELECT count(*) FROM payments", &[])
+            .await
+            .unwrap()
+            .get::<_, i64>(0)
+    };
+
+    // A failing effect: its insert and the claim roll back; the key stays free.
+    let failed = store
+        .transact(
+            request(1),
+            Duration::from_secs(60),
+            |tx| -> EffectFuture<'_, tokio_postgres::Error> {
+                Box::pin(async move {
+                    tx.execute("INSERT INTO payments (amount) VALUES (1)", &[])
+                        .await?;
+                    tx.execute("INSERT INTO no_such_table VALUES (1)", &[])
+                        .await?;
+                    unreachable!("the statement above fails")
+                })
+            },
+        )
+        .await;
+    assert!(
+        failed.is_err() || matches!(failed, Ok(Transacted::RolledBack(_))),
+        "{failed:?}"
+    );
+    assert_eq!(count().await, 0);
+
+    // 16 concurrent callers with one key: one row, one result.
+    let tasks: Vec<_> = (0..16)
+        .map(|_| {
+            let (store, req) = (store.clone(), request(2));
+            tokio::spawn(async move {
+                store
+                    .transact(req, Duration::from_secs(60), |tx| pay(tx, 500))
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    let (mut executed, mut existing) = (0, 0);
+    for task in tasks {
+        match task.await.unwrap() {
+            Transacted::Executed(_) => executed += 1,
+            Transacted::Existing(_) => existing += 1,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!((executed, existing), (1, 15));
+    assert_eq!(count().await, 1);
+    // The failed key is still free: it executes now.
+    assert!(matches!(
+        store
+            .transact(request(1), Duration::from_secs(60), |tx| pay(tx, 7))
+            .await
+            .unwrap(),
+        Transacted::Executed(_)
+    ));
+    assert_eq!(count().await, 2);
+}

@@ -3,19 +3,33 @@
 
 mod migrate;
 
-use std::time::SystemTime;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::{Duration, SystemTime};
 
-use tokio_postgres::{Client, GenericClient, NoTls};
+use tokio::sync::{Mutex, Semaphore};
+use tokio_postgres::{Client, GenericClient, NoTls, Transaction};
 
 use super::columns::{completion, encode_headers, millis, time};
-use super::{Claim, ClaimRequest, ClaimToken, Store, StoreError, StoreFuture};
+use super::{Claim, ClaimRequest, ClaimToken, Store, StoreError, StoreFuture, Transacted};
 use crate::fingerprint::Fingerprint;
-use crate::record::{Completion, Existing, ExistingState};
+use crate::record::{Completion, Existing, ExistingState, StoredResponse};
 
-/// Claims and responses in PostgreSQL over one pipelined connection.
+/// Claims and responses in PostgreSQL: the layer's calls share one pipelined
+/// connection; each strong-mode transaction takes a connection of its own (kept for
+/// reuse, at most [`MAX_POSTGRES_TRANSACTIONS`] at once).
 pub struct PostgresStore {
     client: Client,
+    conninfo: String,
+    idle: Mutex<Vec<Client>>,
+    transactions: Semaphore,
 }
+
+/// How many strong-mode transactions run at once, each on its own connection.
+pub const MAX_POSTGRES_TRANSACTIONS: usize = 8;
+
+/// The future a strong-mode effect returns, borrowing its transaction.
+pub type EffectFuture<'t, E> = Pin<Box<dyn Future<Output = Result<StoredResponse, E>> + Send + 't>>;
 
 impl std::fmt::Debug for PostgresStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -59,21 +73,100 @@ impl PostgresStore {
     ///
     /// The connection or the migration failed (including a schema newer than this build).
     pub async fn connect(conninfo: &str) -> Result<Self, StoreError> {
-        let (mut client, connection) = tokio_postgres::connect(conninfo, NoTls)
-            .await
-            .map_err(|e| StoreError::new("connect to PostgreSQL", e))?;
-        tokio::spawn(async move {
-            if let Err(error) = connection.await {
-                tracing::warn!(%error, "idempotency store: PostgreSQL connection closed");
-            }
-        });
+        let mut client = open(conninfo).await?;
         migrate::migrate(&mut client).await?;
-        Ok(Self { client })
+        Ok(Self {
+            client,
+            conninfo: conninfo.to_owned(),
+            idle: Mutex::new(Vec::new()),
+            transactions: Semaphore::new(MAX_POSTGRES_TRANSACTIONS),
+        })
+    }
+
+    /// The strong mode: claims `request.scope` and, if it was free, runs `effect` in
+    /// the same transaction, storing the response it returns with its writes.
+    ///
+    /// Either the claim, the effect's writes and the response commit together, or
+    /// (the process dies, the connection drops, `effect` returns `Err`) none of them
+    /// do. A concurrent request with the key waits on the row's lock, then finds the
+    /// key finished. The response is kept until `request.now + retention`.
+    ///
+    /// # Errors
+    ///
+    /// The database could not be reached or written (the transaction rolled back).
+    pub async fn transact<E, F>(
+        &self,
+        request: ClaimRequest,
+        retention: Duration,
+        effect: F,
+    ) -> Result<Transacted<E>, StoreError>
+    where
+        F: for<'t> FnOnce(&'t Transaction<'t>) -> EffectFuture<'t, E>,
+    {
+        let _permit = self
+            .transactions
+            .acquire()
+            .await
+            .map_err(|e| StoreError::new("wait for a transaction slot", e))?;
+        let idle = self.idle.lock().await.pop();
+        let mut client = match idle {
+            Some(client) if !client.is_closed() => client,
+            _ => open(&self.conninfo).await?,
+        };
+        let outcome = transact_on(&mut client, &request, retention, effect)
+            .await
+            .map_err(fail("run the transaction"));
+        if !client.is_closed() {
+            self.idle.lock().await.push(client);
+        }
+        outcome
     }
 
     async fn claim_now(&self, request: &ClaimRequest) -> Result<Claim, tokio_postgres::Error> {
         claim_in(&self.client, request).await
     }
+}
+
+async fn open(conninfo: &str) -> Result<Client, StoreError> {
+    let (client, connection) = tokio_postgres::connect(conninfo, NoTls)
+        .await
+        .map_err(|e| StoreError::new("connect to PostgreSQL", e))?;
+    tokio::spawn(async move {
+        if let Err(error) = connection.await {
+            tracing::warn!(%error, "idempotency store: PostgreSQL connection closed");
+        }
+    });
+    Ok(client)
+}
+
+async fn transact_on<E, F>(
+    client: &mut Client,
+    request: &ClaimRequest,
+    retention: Duration,
+    effect: F,
+) -> Result<Transacted<E>, tokio_postgres::Error>
+where
+    F: for<'t> FnOnce(&'t Transaction<'t>) -> EffectFuture<'t, E>,
+{
+    let tx = client.transaction().await?;
+    let token = match claim_in(&tx, request).await? {
+        Claim::Acquired { token, .. } => token,
+        Claim::Existing(existing) => {
+            tx.rollback().await?;
+            return Ok(Transacted::Existing(existing));
+        }
+    };
+    let response = match effect(&tx).await {
+        Ok(response) => response,
+        Err(rollback) => {
+            tx.rollback().await?;
+            return Ok(Transacted::RolledBack(rollback));
+        }
+    };
+    let done = Completion::Stored(response.clone());
+    complete_in(&tx, &token, &done, request.now + retention).await?;
+    tx.commit().await?;
+    Ok(Transacted::Executed(response))
 }
 
 /// The claim on any client or transaction: the upsert decides, the read only reports.

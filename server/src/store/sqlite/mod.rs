@@ -16,8 +16,8 @@ use std::time::{Duration, SystemTime};
 
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 
-use super::{Claim, ClaimRequest, ClaimToken, Store, StoreError, StoreFuture};
-use crate::record::{Completion, Existing, StoredResponse};
+use super::{Claim, ClaimRequest, ClaimToken, Store, StoreError, StoreFuture, Transacted};
+use crate::record::{Completion, StoredResponse};
 
 /// The default busy timeout: how long a write waits for another connection's lock.
 pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -35,18 +35,6 @@ impl std::fmt::Debug for SqliteStore {
             .field("busy_timeout", &self.busy_timeout)
             .finish_non_exhaustive()
     }
-}
-
-/// What [`SqliteStore::transact`] did.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum Transacted<E> {
-    /// The effect ran; its writes, the claim and `response` committed together.
-    Executed(StoredResponse),
-    /// Another request had claimed or finished the key; nothing ran.
-    Existing(Existing),
-    /// The effect asked for a rollback: nothing was written, the key is still free.
-    RolledBack(E),
 }
 
 impl SqliteStore {
