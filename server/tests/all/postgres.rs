@@ -83,6 +83,37 @@ async fn postgres_store() {
         );
         assert_eq!(bodies.len(), 1, "round {round}: one result");
     }
+
+    // The server cuts every connection (a restart, a failover): the stores reconnect.
+    let (admin, connection) = tokio_postgres::connect(&fleet, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    admin
+        .execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE datname = 'fleet' AND pid <> pg_backend_pid()",
+            &[],
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let before = effects.count();
+    let mut statuses = Vec::new();
+    for _ in 0..3 {
+        let answer = send(addrs[0], &Req::post("/payments", "after-the-cut", "a")).await;
+        statuses.push(answer.status);
+        if answer.status == 201 {
+            break;
+        }
+        assert_eq!(
+            answer.status, 503,
+            "a cut connection is a 503, nothing executed"
+        );
+    }
+    assert_eq!(statuses.last(), Some(&201), "reconnected: {statuses:?}");
+    assert_eq!(effects.count(), before + 1);
+
     eprintln!(
         "postgres fleet: instances: {INSTANCES}, rounds: {}, concurrent: {CONCURRENT}, effects: {}, \
          conflicts (409): {conflicts}, replays: {replays}",

@@ -7,7 +7,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::{Duration, SystemTime};
 
-use tokio::sync::{Mutex, Semaphore};
+use std::sync::Arc;
+
+use tokio::sync::{Mutex, RwLock, Semaphore};
 use tokio_postgres::{Client, GenericClient, NoTls, Transaction};
 
 use super::columns::{completion, encode_headers, millis, time};
@@ -19,7 +21,9 @@ use crate::record::{Completion, Existing, ExistingState, StoredResponse};
 /// connection; each strong-mode transaction takes a connection of its own (kept for
 /// reuse, at most [`MAX_POSTGRES_TRANSACTIONS`] at once).
 pub struct PostgresStore {
-    client: Client,
+    // Replaced by a new connection when the server closed it (a restart, a failover,
+    // an idle timeout); calls in flight on the old one fail and are answered 503.
+    client: RwLock<Arc<Client>>,
     conninfo: String,
     idle: Mutex<Vec<Client>>,
     transactions: Semaphore,
@@ -76,7 +80,7 @@ impl PostgresStore {
         let mut client = open(conninfo).await?;
         migrate::migrate(&mut client).await?;
         Ok(Self {
-            client,
+            client: RwLock::new(Arc::new(client)),
             conninfo: conninfo.to_owned(),
             idle: Mutex::new(Vec::new()),
             transactions: Semaphore::new(MAX_POSTGRES_TRANSACTIONS),
@@ -122,8 +126,18 @@ impl PostgresStore {
         outcome
     }
 
-    async fn claim_now(&self, request: &ClaimRequest) -> Result<Claim, tokio_postgres::Error> {
-        claim_in(&self.client, request).await
+    /// The shared connection, reopened first if the server closed it.
+    async fn client(&self) -> Result<Arc<Client>, StoreError> {
+        let current = Arc::clone(&*self.client.read().await);
+        if !current.is_closed() {
+            return Ok(current);
+        }
+        let mut slot = self.client.write().await;
+        if slot.is_closed() {
+            *slot = Arc::new(open(&self.conninfo).await?);
+            tracing::info!("idempotency store: reconnected to PostgreSQL");
+        }
+        Ok(Arc::clone(&slot))
     }
 }
 
@@ -260,7 +274,12 @@ fn fail(what: &'static str) -> impl Fn(tokio_postgres::Error) -> StoreError {
 
 impl Store for PostgresStore {
     fn claim<'a>(&'a self, request: &'a ClaimRequest) -> StoreFuture<'a, Claim> {
-        Box::pin(async move { self.claim_now(request).await.map_err(fail("claim a key")) })
+        Box::pin(async move {
+            let client = self.client().await?;
+            claim_in(&*client, request)
+                .await
+                .map_err(fail("claim a key"))
+        })
     }
 
     fn complete<'a>(
@@ -270,7 +289,8 @@ impl Store for PostgresStore {
         expires_at: SystemTime,
     ) -> StoreFuture<'a, bool> {
         Box::pin(async move {
-            complete_in(&self.client, token, &completion, expires_at)
+            let client = self.client().await?;
+            complete_in(&*client, token, &completion, expires_at)
                 .await
                 .map_err(fail("store a response"))
         })
@@ -280,7 +300,8 @@ impl Store for PostgresStore {
         Box::pin(async move {
             let scope = &token.scope.as_bytes()[..];
             let deleted = self
-                .client
+                .client()
+                .await?
                 .execute(RELEASE, &[&scope, &(token.generation as i64)])
                 .await
                 .map_err(fail("release a key"))?;
@@ -290,7 +311,8 @@ impl Store for PostgresStore {
 
     fn prune(&self, now: SystemTime) -> StoreFuture<'_, u64> {
         Box::pin(async move {
-            self.client
+            self.client()
+                .await?
                 .execute(PRUNE, &[&millis(now)])
                 .await
                 .map_err(fail("prune keys"))
