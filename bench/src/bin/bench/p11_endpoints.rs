@@ -276,10 +276,6 @@ pub async fn run(plan: &Plan, report: &mut Report) {
             ],
         ],
     ));
-    text.push_str(
-        "\nNot measured here yet: the SQLite store and the strong mode against the same \
-         database's raw rate (the P10 method), nor the PostgreSQL store.\n",
-    );
     report.section(&text);
     report.summary.p11 = Some(ratio);
     report.summary.p11_added_us = Some(added_100b);
@@ -289,4 +285,304 @@ pub async fn run(plan: &Plan, report: &mut Report) {
         format!("{ratio:.3}× (worst round {worst:.3}×)"),
         ratio >= 0.95,
     );
+    run_stores(plan, report).await;
+}
+
+/// The stores' own statements (server/src/store/sqlite/queries.rs and
+/// server/src/store/postgres/mod.rs), for the raw rows: a claim, then its completion.
+const SQLITE_CLAIM: &str =
+    "INSERT INTO idempotency_keys (scope, fingerprint, generation, expires_at)
+     VALUES (?1, ?2, random(), ?3)
+     ON CONFLICT (scope) DO UPDATE SET
+         fingerprint = excluded.fingerprint, generation = excluded.generation,
+         expires_at = excluded.expires_at, reclaimed = (completed = 0),
+         completed = 0, status = NULL, headers = NULL, body = NULL, not_stored = NULL
+     WHERE idempotency_keys.expires_at <= ?4
+     RETURNING generation, reclaimed";
+const SQLITE_COMPLETE: &str = "UPDATE idempotency_keys
+     SET completed = 1, status = ?3, headers = ?4, body = ?5, not_stored = NULL, expires_at = ?6
+     WHERE scope = ?1 AND generation = ?2 AND completed = 0";
+const PG_CLAIM: &str = "INSERT INTO idempotency_keys (scope, fingerprint, generation, expires_at)
+     VALUES ($1, $2, nextval('idempotency_generation'), $3)
+     ON CONFLICT (scope) DO UPDATE SET
+         fingerprint = EXCLUDED.fingerprint, generation = EXCLUDED.generation,
+         expires_at = EXCLUDED.expires_at, reclaimed = NOT idempotency_keys.completed,
+         completed = false, status = NULL, headers = NULL, body = NULL, not_stored = NULL
+     WHERE idempotency_keys.expires_at <= $4
+     RETURNING generation, reclaimed";
+const PG_COMPLETE: &str = "UPDATE idempotency_keys
+     SET completed = true, status = $3, headers = $4, body = $5, not_stored = NULL, expires_at = $6
+     WHERE scope = $1 AND generation = $2 AND NOT completed";
+
+/// What a raw row writes: a 32-byte scope, a 32-byte fingerprint, a small response.
+fn raw_scope(key: usize) -> Vec<u8> {
+    let mut scope = vec![0u8; 32];
+    scope[..8].copy_from_slice(&(key as u64).to_be_bytes());
+    scope
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Raw SQLite on the store's terms: one connection behind a mutex, WAL,
+/// `synchronous = FULL`, one blocking task per statement, each its own transaction.
+#[derive(Clone)]
+struct RawSqlite(Arc<std::sync::Mutex<rusqlite::Connection>>);
+
+impl RawSqlite {
+    fn open(path: &std::path::Path) -> RawSqlite {
+        drop(tower_idempotency::SqliteStore::open(path).expect("the store's schema"));
+        let conn = rusqlite::Connection::open(path).expect("raw SQLite");
+        conn.busy_timeout(Duration::from_secs(5))
+            .expect("busy timeout");
+        conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0))
+            .expect("WAL");
+        conn.pragma_update(None, "synchronous", "FULL")
+            .expect("FULL");
+        RawSqlite(Arc::new(std::sync::Mutex::new(conn)))
+    }
+
+    async fn row(&self, key: usize) {
+        let (conn, scope) = (self.0.clone(), raw_scope(key));
+        let generation = tokio::task::spawn_blocking({
+            let (conn, scope) = (conn.clone(), scope.clone());
+            move || {
+                let conn = conn.lock().expect("raw SQLite lock");
+                let now = now_ms();
+                conn.prepare_cached(SQLITE_CLAIM)
+                    .and_then(|mut s| {
+                        s.query_row(
+                            rusqlite::params![scope, [7u8; 32], now + 60_000, now],
+                            |r| r.get::<_, i64>(0),
+                        )
+                    })
+                    .expect("raw claim")
+            }
+        })
+        .await
+        .expect("blocking task");
+        tokio::task::spawn_blocking(move || {
+            let conn = conn.lock().expect("raw SQLite lock");
+            conn.prepare_cached(SQLITE_COMPLETE)
+                .and_then(|mut s| {
+                    s.execute(rusqlite::params![
+                        scope,
+                        generation,
+                        200,
+                        b"content-type:text/plain\n".as_slice(),
+                        b"{\"received\":100}".as_slice(),
+                        now_ms() + 86_400_000
+                    ])
+                })
+                .expect("raw complete");
+        })
+        .await
+        .expect("blocking task");
+    }
+}
+
+/// Raw PostgreSQL on the store's terms: one pipelined client, the same statements.
+#[derive(Clone)]
+struct RawPostgres(Arc<tokio_postgres::Client>);
+
+impl RawPostgres {
+    async fn connect(conninfo: &str) -> RawPostgres {
+        let (client, connection) = tokio_postgres::connect(conninfo, tokio_postgres::NoTls)
+            .await
+            .expect("raw PostgreSQL");
+        tokio::spawn(connection);
+        RawPostgres(Arc::new(client))
+    }
+
+    async fn row(&self, key: usize) {
+        let scope = raw_scope(key);
+        let now = now_ms();
+        let fingerprint = vec![7u8; 32];
+        let row = self
+            .0
+            .query_one(PG_CLAIM, &[&scope, &fingerprint, &(now + 60_000), &now])
+            .await
+            .expect("raw claim");
+        let generation: i64 = row.get(0);
+        let headers: &[u8] = b"content-type:text/plain\n";
+        let body: &[u8] = b"{\"received\":100}";
+        self.0
+            .execute(
+                PG_COMPLETE,
+                &[
+                    &scope,
+                    &generation,
+                    &200i32,
+                    &headers,
+                    &body,
+                    &(now + 86_400_000),
+                ],
+            )
+            .await
+            .expect("raw complete");
+    }
+}
+
+/// Rows/s from 32 tasks for `length`.
+async fn raw_rate<F, Fut>(length: Duration, next_key: &Arc<AtomicUsize>, row: F) -> f64
+where
+    F: Fn(usize) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicUsize::new(0));
+    let tasks: Vec<_> = (0..P11_TASKS)
+        .map(|_| {
+            let (row, stop, done, next_key) =
+                (row.clone(), stop.clone(), done.clone(), next_key.clone());
+            tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    row(next_key.fetch_add(1, Ordering::Relaxed)).await;
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    let start = Instant::now();
+    tokio::time::sleep(length).await;
+    stop.store(true, Ordering::Relaxed);
+    for task in tasks {
+        task.await.expect("P11 raw task");
+    }
+    done.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64()
+}
+
+/// One database's figures: (raw rows/s, layered requests/s, per-round ratios).
+async fn store_rounds<F, Fut>(plan: &Plan, url: &str, row: F) -> (f64, f64, Vec<f64>)
+where
+    F: Fn(usize) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let client = bare_reqwest_builder().build().expect("client");
+    let next_key = Arc::new(AtomicUsize::new(0));
+    let (mut raw, mut layered) = (vec![], vec![]);
+    for round in 0..plan.p11_db_rounds {
+        if round % 2 == 0 {
+            raw.push(raw_rate(plan.p11_round, &next_key, row.clone()).await);
+            layered.push(throughput(&client, url, plan.p11_round, &next_key).await);
+        } else {
+            layered.push(throughput(&client, url, plan.p11_round, &next_key).await);
+            raw.push(raw_rate(plan.p11_round, &next_key, row.clone()).await);
+        }
+    }
+    let ratios = per_round_ratios(&layered, &raw);
+    (median(&raw), median(&layered), ratios)
+}
+
+/// The SQL stores beside their database's raw rate; adds rows, targets and SUMMARY.
+pub async fn run_stores(plan: &Plan, report: &mut Report) {
+    use reqwest_resilience_journal::throwaway_postgres::{Durability, ThrowawayPostgres};
+
+    let dir = std::env::temp_dir().join(format!("p11-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("P11 directory");
+    let mut rows = Vec::new();
+
+    let store =
+        tower_idempotency::SqliteStore::open(dir.join("layer.sqlite")).expect("SQLite store");
+    let layer = IdempotencyLayer::builder(store)
+        .principal(SinglePrincipal)
+        .build()
+        .expect("layer");
+    let url = format!("http://{}/payments", serve(route().layer(layer), None));
+    let raw = RawSqlite::open(&dir.join("raw.sqlite"));
+    let (raw_rate_s, layered_s, ratios) = store_rounds(plan, &url, move |key| {
+        let raw = raw.clone();
+        async move { raw.row(key).await }
+    })
+    .await;
+    let sqlite = median(&ratios);
+    rows.push(store_row(
+        "SQLite (bundled, WAL, synchronous=FULL)",
+        raw_rate_s,
+        layered_s,
+        &ratios,
+    ));
+    report.summary.p11_sqlite = Some(sqlite);
+    report.target(
+        "P11 SQLite store",
+        "≥ 0.5× raw".into(),
+        format!("{sqlite:.3}×"),
+        sqlite >= 0.5,
+    );
+
+    let mut text = String::new();
+    match ThrowawayPostgres::start(Durability::Defaults) {
+        Ok(Some(cluster)) => {
+            let conninfo = cluster.conninfo().to_owned();
+            let store = tower_idempotency::PostgresStore::connect(&conninfo)
+                .await
+                .expect("PostgreSQL store");
+            let layer = IdempotencyLayer::builder(store)
+                .principal(SinglePrincipal)
+                .build()
+                .expect("layer");
+            let url = format!("http://{}/payments", serve(route().layer(layer), None));
+            let raw = RawPostgres::connect(&conninfo).await;
+            let (raw_rate_p, layered_p, ratios) = store_rounds(plan, &url, move |key| {
+                let raw = raw.clone();
+                async move { raw.row(key).await }
+            })
+            .await;
+            let postgres = median(&ratios);
+            rows.push(store_row(
+                "PostgreSQL (throwaway cluster, fsync on)",
+                raw_rate_p,
+                layered_p,
+                &ratios,
+            ));
+            report.summary.p11_postgres = Some(postgres);
+            report.target(
+                "P11 PostgreSQL store",
+                "≥ 0.5× raw".into(),
+                format!("{postgres:.3}×"),
+                postgres >= 0.5,
+            );
+        }
+        Ok(None) => text.push_str(
+            "\nPostgreSQL: **skipped** — no PostgreSQL binaries on this machine; \
+             `journal/scripts/ensure-postgres.sh` installs them.\n",
+        ),
+        Err(error) => panic!("P11: starting a throwaway PostgreSQL failed: {error}"),
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut section = format!(
+        "\nThe SQL stores (the P10 method): *layered* is requests/s over HTTP as above \
+         (32 tasks, 100 B bodies, each a new key) through the layer with the store; *raw* \
+         is rows/s from 32 tasks writing the store's own two statements per request (the \
+         claim, then its completion, each its own transaction) to the same database with \
+         the store's connection setup (SQLite: one connection behind a mutex, one \
+         blocking task per statement; PostgreSQL: one pipelined client), no HTTP. \
+         {} rounds of {:.0?}, interleaved; ratio = median of per-round ratios.\n\n",
+        plan.p11_db_rounds, plan.p11_round
+    );
+    section.push_str(&table(
+        &[
+            " database",
+            "raw rows/s",
+            "layered requests/s",
+            "ratio",
+            "ratio, worst round",
+        ],
+        &rows,
+    ));
+    section.push_str(&text);
+    report.section(&section);
+}
+
+fn store_row(name: &str, raw: f64, layered: f64, ratios: &[f64]) -> Vec<String> {
+    vec![
+        name.to_owned(),
+        format!("{raw:.0}"),
+        format!("{layered:.0}"),
+        format!("{:.3}×", median(ratios)),
+        format!("{:.3}×", ratios.iter().copied().fold(f64::MAX, f64::min)),
+    ]
 }

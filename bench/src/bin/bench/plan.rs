@@ -25,6 +25,7 @@ pub struct Plan {
     /// P11 in process: request-body bytes per round and size, capped in requests.
     pub p11_bytes_per_round: usize,
     pub p11_max_per_round: usize,
+    pub p11_db_rounds: usize,
 }
 
 impl Plan {
@@ -49,6 +50,7 @@ impl Plan {
                 p11_round: Duration::from_secs(1),
                 p11_bytes_per_round: 20_000_000,
                 p11_max_per_round: 2_000,
+                p11_db_rounds: 3,
             }
         } else {
             Plan {
@@ -70,6 +72,7 @@ impl Plan {
                 p11_round: Duration::from_secs(2),
                 p11_bytes_per_round: 50_000_000,
                 p11_max_per_round: 5_000,
+                p11_db_rounds: 7,
             }
         }
     }
