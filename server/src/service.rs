@@ -5,7 +5,6 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Method, Request, Response};
@@ -16,10 +15,8 @@ use tracing::Instrument;
 use crate::admit::{admit, Admitted};
 use crate::body::{boxed, BoxError, ResponseBody};
 use crate::capture::{capture, Captured};
-use crate::decision::{after_handler, answer_existing, AfterHandler, Answer};
+use crate::decision::{after_handler, AfterHandler};
 use crate::record::Completion;
-use crate::refusal::RefusalKind;
-use crate::respond;
 use crate::shared::Shared;
 use crate::store::Claim;
 
@@ -113,29 +110,9 @@ where
                 token
             }
             Ok(Claim::Existing(existing)) => {
-                return Ok(
-                    match answer_existing(&existing, &claim.fingerprint, claim.now) {
-                        Answer::Replay(stored) => {
-                            shared.counters.replayed();
-                            tracing::debug!(
-                                status = stored.status.as_u16(),
-                                "stored response replayed"
-                            );
-                            respond::stored(stored, true)
-                        }
-                        Answer::Refuse(refusal) => {
-                            shared.refuse(refusal.kind(), refusal.retry_after())
-                        }
-                    },
-                );
+                return Ok(shared.answer(&existing, &claim.fingerprint, claim.now));
             }
-            Err(error) => {
-                shared.counters.store_error();
-                tracing::warn!(%error, "idempotency store unavailable; nothing executed");
-                return Ok(
-                    shared.refuse(RefusalKind::StoreUnavailable, Some(Duration::from_secs(1)))
-                );
-            }
+            Err(error) => return Ok(shared.store_unavailable(&error)),
         };
         let response = match inner
             .call(Request::from_parts(parts, ReqB::from(bytes)))

@@ -1,20 +1,20 @@
 //! The state every clone of the layer's service shares.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use http::{HeaderName, Response};
 
 use crate::body::ResponseBody;
 use crate::clock::Clock;
-use crate::decision::ServerErrors;
-use crate::fingerprint::Fingerprinter;
+use crate::decision::{answer_existing, Answer, ServerErrors};
+use crate::fingerprint::{Fingerprint, Fingerprinter};
 use crate::metrics::Counters;
 use crate::principal::PrincipalExtractor;
-use crate::record::Completion;
+use crate::record::{Completion, Existing};
 use crate::refusal::{Refusal, RefusalFormat, RefusalKind};
 use crate::respond;
-use crate::store::{ClaimToken, Store};
+use crate::store::{ClaimToken, Store, StoreError};
 
 #[derive(Debug, Clone)]
 pub(crate) struct Settings {
@@ -47,6 +47,30 @@ impl Shared {
         self.counters.refused(kind);
         tracing::debug!(refusal = kind.slug(), "request refused");
         respond::refusal(self.format.as_ref(), Refusal::new(kind, retry_after))
+    }
+
+    /// The answer for a key another request claimed: a replay or a refusal.
+    pub(crate) fn answer(
+        &self,
+        existing: &Existing,
+        fingerprint: &Fingerprint,
+        now: SystemTime,
+    ) -> Response<ResponseBody> {
+        match answer_existing(existing, fingerprint, now) {
+            Answer::Replay(stored) => {
+                self.counters.replayed();
+                tracing::debug!(status = stored.status.as_u16(), "stored response replayed");
+                respond::stored(stored, true)
+            }
+            Answer::Refuse(refusal) => self.refuse(refusal.kind(), refusal.retry_after()),
+        }
+    }
+
+    /// The store failed before anything ran: 503, retry in a second.
+    pub(crate) fn store_unavailable(&self, error: &StoreError) -> Response<ResponseBody> {
+        self.counters.store_error();
+        tracing::warn!(%error, "idempotency store unavailable; nothing executed");
+        self.refuse(RefusalKind::StoreUnavailable, Some(Duration::from_secs(1)))
     }
 
     pub(crate) async fn release(&self, token: &ClaimToken) {

@@ -17,7 +17,6 @@ use tracing::Instrument;
 
 use crate::admit::{admit, Admitted};
 use crate::body::{BoxError, ResponseBody};
-use crate::decision::{answer_existing, Answer};
 use crate::layer::IdempotencyLayer;
 use crate::record::StoredResponse;
 use crate::refusal::RefusalKind;
@@ -110,27 +109,12 @@ impl Transactional {
                 shared.counters.claimed(false);
                 respond::stored(response, false)
             }
-            Ok(Transacted::Existing(existing)) => {
-                match answer_existing(&existing, &fingerprint, now) {
-                    Answer::Replay(response) => {
-                        shared.counters.replayed();
-                        respond::stored(response, true)
-                    }
-                    Answer::Refuse(refusal) => shared.refuse(refusal.kind(), refusal.retry_after()),
-                }
-            }
+            Ok(Transacted::Existing(existing)) => shared.answer(&existing, &fingerprint, now),
             Ok(Transacted::RolledBack(Rollback(response))) => {
                 shared.counters.released();
                 respond::stored(response, false)
             }
-            Err(error) => {
-                shared.counters.store_error();
-                tracing::warn!(%error, "transaction failed; nothing committed");
-                shared.refuse(
-                    RefusalKind::StoreUnavailable,
-                    Some(std::time::Duration::from_secs(1)),
-                )
-            }
+            Err(error) => shared.store_unavailable(&error),
         }
     }
 
@@ -158,13 +142,7 @@ impl Transactional {
             .await
         {
             Ok(Ok(response) | Err(Rollback(response))) => respond::stored(response, false),
-            Err(error) => {
-                tracing::warn!(%error, "transaction failed; nothing committed");
-                self.shared.refuse(
-                    RefusalKind::StoreUnavailable,
-                    Some(std::time::Duration::from_secs(1)),
-                )
-            }
+            Err(error) => self.shared.store_unavailable(&error),
         }
     }
 }
