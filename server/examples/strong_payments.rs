@@ -55,7 +55,10 @@ fn charge(tx: &rusqlite::Transaction<'_>, body: &Bytes) -> Result<StoredResponse
     })
 }
 
-async fn pay(State(strong): State<Transactional>, request: Request) -> impl IntoResponse {
+async fn pay(
+    State(strong): State<Transactional<SqliteStore>>,
+    request: Request,
+) -> impl IntoResponse {
     strong
         .handle(request, |tx, _parts, body| charge(tx, body))
         .await

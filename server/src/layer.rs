@@ -34,7 +34,7 @@ impl IdempotencyLayer {
         }
     }
 
-    #[cfg(feature = "sqlite")]
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
     pub(crate) fn shared(&self) -> &Arc<Shared> {
         &self.shared
     }

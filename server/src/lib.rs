@@ -77,7 +77,7 @@ mod scope;
 mod service;
 mod shared;
 mod store;
-#[cfg(feature = "sqlite")]
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod transactional;
 
 pub use body::{BoxError, ResponseBody};
@@ -104,7 +104,7 @@ pub use store::{
 pub use store::{EffectFuture, PostgresStore, MAX_POSTGRES_TRANSACTIONS};
 #[cfg(feature = "sqlite")]
 pub use store::{SqliteStore, DEFAULT_BUSY_TIMEOUT};
-#[cfg(feature = "sqlite")]
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub use transactional::{Rollback, Transactional};
 
 #[allow(dead_code)]

@@ -233,3 +233,92 @@ async fn postgres_strong_mode() {
     ));
     assert_eq!(count().await, 2);
 }
+
+/// The strong mode's HTTP front on PostgreSQL: 32 concurrent identical requests → one
+/// payment row; the same key with another body → 422; a failing effect → nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_strong_mode_over_http() {
+    use axum::extract::{Request, State};
+    use axum::routing::post;
+    use tower_idempotency::{EffectFuture, Rollback, StoredResponse, Transactional};
+
+    fn charge<'t>(
+        tx: &'t tokio_postgres::Transaction<'t>,
+        _: http::request::Parts,
+        body: bytes::Bytes,
+    ) -> EffectFuture<'t, Rollback> {
+        Box::pin(async move {
+            let text = String::from_utf8_lossy(&body).into_owned();
+            if text == "fail" {
+                tx.execute("INSERT INTO payments (body) VALUES ('fail')", &[])
+                    .await?;
+                tx.execute("INSERT INTO no_such_table VALUES (1)", &[])
+                    .await?;
+            }
+            let row = tx
+                .query_one(
+                    "INSERT INTO payments (body) VALUES ($1) RETURNING id",
+                    &[&text],
+                )
+                .await?;
+            Ok(StoredResponse {
+                status: http::StatusCode::CREATED,
+                headers: vec![],
+                body: bytes::Bytes::from(row.get::<_, i64>(0).to_string()),
+            })
+        })
+    }
+
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let conninfo = cluster.database("strong_http").await;
+    let (admin, connection) = tokio_postgres::connect(&conninfo, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    admin
+        .batch_execute("CREATE TABLE payments (id BIGSERIAL PRIMARY KEY, body TEXT NOT NULL)")
+        .await
+        .unwrap();
+    let store = Arc::new(PostgresStore::connect(&conninfo).await.unwrap());
+    let layer = IdempotencyLayer::builder(store.clone())
+        .principal(account)
+        .build()
+        .unwrap();
+    let app = axum::Router::new()
+        .route(
+            "/payments",
+            post(
+                |State(strong): State<Transactional<Arc<PostgresStore>>>, req: Request| async move {
+                    strong.handle(req, charge).await
+                },
+            ),
+        )
+        .with_state(layer.transactional(store));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let answers = futures_util::future::join_all(
+        (0..32).map(|_| async move { send(addr, &Req::post("/payments", "k", "pay")).await }),
+    )
+    .await;
+    let results: HashSet<_> = answers.iter().map(|a| (a.status, a.text())).collect();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(answers.iter().filter(|a| !a.replayed()).count(), 1);
+    assert_eq!(
+        send(addr, &Req::post("/payments", "k", "other"))
+            .await
+            .status,
+        422
+    );
+    let failed = send(addr, &Req::post("/payments", "k2", "fail")).await;
+    assert_eq!(failed.status, 500);
+    let rows: i64 = admin
+        .query_one("SELECT count(*) FROM payments", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(rows, 1, "one payment; the failed effect rolled back");
+}

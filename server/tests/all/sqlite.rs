@@ -147,7 +147,8 @@ async fn strong_mode_over_http_concurrent_retries_make_one_row() {
         .route(
             "/payments",
             post(
-                |State(strong): State<tower_idempotency::Transactional>, req: Request| async move {
+                |State(strong): State<tower_idempotency::Transactional<SqliteStore>>,
+                 req: Request| async move {
                     strong
                         .handle(req, |tx, _, body| {
                             tx.execute(

@@ -107,23 +107,59 @@ impl PostgresStore {
     where
         F: for<'t> FnOnce(&'t Transaction<'t>) -> EffectFuture<'t, E>,
     {
-        let _permit = self
+        let (_permit, mut client) = self.checkout().await?;
+        let outcome = transact_on(&mut client, &request, retention, effect)
+            .await
+            .map_err(fail("run the transaction"));
+        self.checkin(client).await;
+        outcome
+    }
+
+    /// Runs `effect` in one transaction without a key (a route whose key is optional
+    /// and absent): committed when it returns `Ok`.
+    pub(crate) async fn transact_unkeyed<E, F>(
+        &self,
+        effect: F,
+    ) -> Result<Result<StoredResponse, E>, StoreError>
+    where
+        F: for<'t> FnOnce(&'t Transaction<'t>) -> EffectFuture<'t, E>,
+    {
+        let (_permit, mut client) = self.checkout().await?;
+        let outcome = async {
+            let tx = client.transaction().await?;
+            let out = effect(&tx).await;
+            if out.is_ok() {
+                tx.commit().await?;
+            } else {
+                tx.rollback().await?;
+            }
+            Ok(out)
+        }
+        .await
+        .map_err(fail("run the transaction"));
+        self.checkin(client).await;
+        outcome
+    }
+
+    /// A connection of its own for one transaction, with its slot.
+    async fn checkout(&self) -> Result<(tokio::sync::SemaphorePermit<'_>, Client), StoreError> {
+        let permit = self
             .transactions
             .acquire()
             .await
             .map_err(|e| StoreError::new("wait for a transaction slot", e))?;
         let idle = self.idle.lock().await.pop();
-        let mut client = match idle {
+        let client = match idle {
             Some(client) if !client.is_closed() => client,
             _ => open(&self.conninfo).await?,
         };
-        let outcome = transact_on(&mut client, &request, retention, effect)
-            .await
-            .map_err(fail("run the transaction"));
+        Ok((permit, client))
+    }
+
+    async fn checkin(&self, client: Client) {
         if !client.is_closed() {
             self.idle.lock().await.push(client);
         }
-        outcome
     }
 
     /// The shared connection, reopened first if the server closed it.
