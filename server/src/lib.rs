@@ -37,8 +37,16 @@
 //! process dies mid-handler, the claim stays until its lease lapses, and then the
 //! retry executes the handler again: an effect outside the store (a charge sent to a
 //! card network, an email) can happen twice. At-least-once plus deduplication is what
-//! a layer can give; put the effect and the stored response in one database
-//! transaction where the effect must happen once.
+//! a layer can give. Where the effect must happen once, use the strong mode
+//! (`IdempotencyLayer::transactional`, features `sqlite` and `postgres`): the claim,
+//! the handler's own database writes and the stored response commit in one
+//! transaction, so a crash leaves all of them or none.
+//!
+//! # Stores
+//!
+//! [`MemoryStore`] (tests, one process); `SqliteStore` (feature `sqlite`, one host,
+//! an owner-only file in WAL mode); `PostgresStore` (feature `postgres`, a fleet).
+//! Each claims with one atomic statement or lock, never a read followed by a write.
 //!
 //! # Keys that a crash cannot strand
 //!
