@@ -36,7 +36,13 @@ where
     let settings = &shared.settings;
     let (parts, body) = request.into_parts();
     let refuse = |kind| Admitted::Refused(shared.refuse(kind, None));
-    let key = match parts.headers.get(IDEMPOTENCY_KEY) {
+    let mut keys = parts.headers.get_all(IDEMPOTENCY_KEY).iter();
+    let (first, second) = (keys.next(), keys.next());
+    if second.is_some() {
+        // Two keys on one request: neither can be chosen safely.
+        return refuse(RefusalKind::InvalidKey);
+    }
+    let key = match first {
         None if !settings.key_required => {
             return Admitted::Unkeyed(Request::from_parts(parts, body))
         }

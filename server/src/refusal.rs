@@ -19,7 +19,8 @@ use crate::record::NotStored;
 pub enum RefusalKind {
     /// 400: the route requires an `Idempotency-Key` and none came.
     MissingKey,
-    /// 400: the key is empty, too long, or has a character outside visible ASCII.
+    /// 400: the key is empty, too long, has a character outside visible ASCII, or the
+    /// request carries more than one key.
     InvalidKey,
     /// 401: no principal could be found to scope the key to.
     NoPrincipal,
@@ -87,7 +88,7 @@ impl RefusalKind {
     pub fn detail(self) -> &'static str {
         match self {
             RefusalKind::MissingKey => "This operation is idempotent and requires an Idempotency-Key header.",
-            RefusalKind::InvalidKey => "An Idempotency-Key is 1 or more visible ASCII characters, within the length limit, without quotes or backslashes.",
+            RefusalKind::InvalidKey => "Send one Idempotency-Key of 1 or more visible ASCII characters, within the length limit, without quotes or backslashes.",
             RefusalKind::NoPrincipal => "Authenticate the request; keys are kept per caller.",
             RefusalKind::InProgress => "A request with the same Idempotency-Key for the same operation is being processed. Retry after the time given.",
             RefusalKind::Mismatch => "This Idempotency-Key was used with a different request payload. Use a new key for a new request.",

@@ -70,6 +70,10 @@ fn cases() -> Vec<(&'static str, Vec<Step>, u64)> {
         key: Some("k".repeat(256)),
         ..post(k, "a")
     };
+    let two_keys = Req {
+        key: Some("key-1\nkey-2".to_owned()),
+        ..post(k, "a")
+    };
     let longest_key = Req {
         key: Some("k".repeat(255)),
         ..post(k, "a")
@@ -104,6 +108,7 @@ fn cases() -> Vec<(&'static str, Vec<Step>, u64)> {
     let cases = vec![
         ("draft: a missing key is refused with 400", vec![Send(no_key, refused(400))], 0),
         ("stripe: a key over 255 characters is refused", vec![Send(long_key, refused(400))], 0),
+        ("two keys on one request are refused", vec![Send(two_keys, refused(400))], 0),
         ("stripe: a key of 255 characters is accepted", vec![Send(longest_key, fresh(201, 1))], 1),
         ("no principal: 401, nothing executed", vec![Send(nobody, refused(401))], 0),
         ("the first request executes", vec![Send(post(k, "a"), fresh(201, 1))], 1),

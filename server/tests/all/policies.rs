@@ -83,3 +83,41 @@ async fn an_optional_key_passes_keyless_requests_through() {
     assert_eq!(send(addr, &keyless).await.text(), "{\"payment\":2}");
     assert_eq!(effects.count(), 2);
 }
+
+#[tokio::test]
+async fn the_pruner_empties_expired_keys() {
+    use std::time::{Duration, SystemTime};
+    use tower_idempotency::ManualClock;
+
+    let store = Arc::new(MemoryStore::new());
+    let clock = Arc::new(ManualClock::new(
+        SystemTime::UNIX_EPOCH + Duration::from_secs(1_000),
+    ));
+    let layer = IdempotencyLayer::builder(store.clone())
+        .principal(account)
+        .lease(Duration::from_secs(5))
+        .retention(Duration::from_secs(60))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let addr = serve(layer.clone(), Arc::new(Effects::default())).await;
+    for key in ["a", "b", "c"] {
+        assert_eq!(
+            send(addr, &Req::post("/payments", key, "x")).await.status,
+            201
+        );
+    }
+    let pruner = layer.spawn_pruner(Duration::from_millis(5));
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    assert_eq!(store.len(), 3, "nothing expired yet");
+    clock.advance(Duration::from_secs(60));
+    let start = std::time::Instant::now();
+    while !store.is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "the pruner never ran"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    pruner.abort();
+}

@@ -189,7 +189,10 @@ pub async fn try_send(addr: SocketAddr, req: &Req) -> Option<Answer> {
         .header("host", addr.to_string())
         .header("authorization", format!("Bearer {}", req.token));
     if let Some(key) = &req.key {
-        builder = builder.header("idempotency-key", key.as_str());
+        // A newline separates keys: the request carries each as its own header.
+        for key in key.split('\n') {
+            builder = builder.header("idempotency-key", key);
+        }
     }
     if let Some(account) = req.account {
         builder = builder.header("x-account", account);
