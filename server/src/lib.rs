@@ -112,6 +112,9 @@ pub use store::{
 pub use store::{EffectFuture, PostgresStore, MAX_POSTGRES_TRANSACTIONS};
 #[cfg(feature = "sqlite")]
 pub use store::{SqliteStore, DEFAULT_BUSY_TIMEOUT};
+/// The PostgreSQL driver the store and the strong mode's effects use (one version for both).
+#[cfg(feature = "postgres")]
+pub use tokio_postgres;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub use transactional::{Rollback, Transactional};
 

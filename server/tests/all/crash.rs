@@ -1,6 +1,7 @@
-//! The strong mode under SIGKILL: the `strong_payments` example server is killed at
-//! seeded random moments while every key is being sent; afterwards each key has
-//! exactly one payment row, and every 201 a client ever saw names that row.
+//! The strong mode under SIGKILL: the `strong_payments` example server (SQLite) and
+//! `strong_payments_postgres` are killed at seeded random moments while keys are being
+//! sent; afterwards each key has exactly one payment row, and every 201 a client ever
+//! saw names that row.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
@@ -9,9 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use tower_idempotency::rusqlite;
-
-use crate::support::{try_send, Req, TempDir};
+use crate::support::{try_send, Req};
 
 /// Each round sends 16 keys: the previous round's last 8 again (retries across a
 /// crash) and 8 new ones (so every kill can land on a first execution).
@@ -27,10 +26,70 @@ fn kills() -> usize {
 }
 
 /// Built by `cargo test` beside this test binary (examples are test targets' siblings).
-fn example_binary() -> PathBuf {
+fn example_binary(name: &str) -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let debug = exe.parent().and_then(Path::parent).unwrap();
-    debug.join("examples").join("strong_payments")
+    debug.join("examples").join(name)
+}
+
+/// The database a crash run writes to, and how to read its payments back.
+enum Db {
+    #[cfg(feature = "sqlite")]
+    Sqlite(PathBuf),
+    #[cfg(feature = "postgres")]
+    Postgres(String),
+}
+
+impl Db {
+    fn example(&self) -> (&'static str, String) {
+        match self {
+            #[cfg(feature = "sqlite")]
+            Db::Sqlite(path) => ("strong_payments", path.display().to_string()),
+            #[cfg(feature = "postgres")]
+            Db::Postgres(conninfo) => ("strong_payments_postgres", conninfo.clone()),
+        }
+    }
+
+    /// The kills land within this many µs of the sends starting: about the time a
+    /// round of sends takes (PostgreSQL's first transactions open their connections).
+    fn kill_window_us(&self) -> u64 {
+        match self {
+            #[cfg(feature = "sqlite")]
+            Db::Sqlite(_) => 20_000,
+            #[cfg(feature = "postgres")]
+            Db::Postgres(_) => 60_000,
+        }
+    }
+
+    async fn payments(&self) -> Vec<(i64, i64)> {
+        match self {
+            #[cfg(feature = "sqlite")]
+            Db::Sqlite(path) => {
+                let conn = tower_idempotency::rusqlite::Connection::open(path).unwrap();
+                let mut statement = conn
+                    .prepare("SELECT id, amount FROM payments ORDER BY id")
+                    .unwrap();
+                let rows = statement
+                    .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+                    .unwrap()
+                    .collect::<Result<_, _>>()
+                    .unwrap();
+                rows
+            }
+            #[cfg(feature = "postgres")]
+            Db::Postgres(conninfo) => {
+                let (client, connection) = tokio_postgres::connect(conninfo, tokio_postgres::NoTls)
+                    .await
+                    .unwrap();
+                tokio::spawn(connection);
+                let rows = client
+                    .query("SELECT id, amount FROM payments ORDER BY id", &[])
+                    .await
+                    .unwrap();
+                rows.iter().map(|row| (row.get(0), row.get(1))).collect()
+            }
+        }
+    }
 }
 
 struct Server {
@@ -39,9 +98,10 @@ struct Server {
 }
 
 impl Server {
-    fn start(db: &Path) -> Self {
-        let mut child = Command::new(example_binary())
-            .arg(db)
+    fn start(db: &Db) -> Self {
+        let (example, arg) = db.example();
+        let mut child = Command::new(example_binary(example))
+            .arg(arg)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -125,14 +185,29 @@ async fn send_all(
     answered
 }
 
+#[cfg(feature = "sqlite")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sigkill_at_random_moments_leaves_one_payment_per_key() {
-    let dir = TempDir::new("crash");
-    let db = dir.path().join("payments.db");
+async fn sigkill_at_random_moments_leaves_one_payment_per_key_sqlite() {
+    let dir = crate::support::TempDir::new("crash");
+    crash_run(Db::Sqlite(dir.path().join("payments.db"))).await;
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_at_random_moments_leaves_one_payment_per_key_postgres() {
+    let Some(cluster) = crate::throwaway_pg::Cluster::start() else {
+        return;
+    };
+    let conninfo = cluster.database("crash").await;
+    crash_run(Db::Postgres(conninfo)).await;
+}
+
+async fn crash_run(db: Db) {
+    let db = &db;
     let mut moments = Moments(0x5eed_1234_abcd_0001);
     let mut seen: HashMap<usize, Vec<(i64, i64)>> = HashMap::new();
     for round in 0..kills() {
-        let server = Server::start(&db);
+        let server = Server::start(db);
         let addr = server.addr;
         let keys = round * NEW_PER_ROUND..round * NEW_PER_ROUND + PER_ROUND;
         let sending = tokio::spawn(async move {
@@ -140,14 +215,17 @@ async fn sigkill_at_random_moments_leaves_one_payment_per_key() {
             send_all(addr, keys, &mut seen).await;
             seen
         });
-        tokio::time::sleep(Duration::from_micros(moments.next_below(20_000))).await;
+        tokio::time::sleep(Duration::from_micros(
+            moments.next_below(db.kill_window_us()),
+        ))
+        .await;
         server.kill();
         for (key, ids) in sending.await.unwrap() {
             seen.entry(key).or_default().extend(ids);
         }
     }
     // Converge: every key is answered (executed now, or replayed).
-    let server = Server::start(&db);
+    let server = Server::start(db);
     let start = Instant::now();
     let keys = kills() * NEW_PER_ROUND + PER_ROUND - NEW_PER_ROUND;
     let mut finals = HashMap::new();
@@ -164,14 +242,7 @@ async fn sigkill_at_random_moments_leaves_one_payment_per_key() {
     }
     server.kill();
 
-    let conn = rusqlite::Connection::open(&db).unwrap();
-    let rows: Vec<(i64, i64)> = conn
-        .prepare("SELECT id, amount FROM payments ORDER BY id")
-        .unwrap()
-        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let rows = db.payments().await;
     assert_eq!(rows.len(), keys, "one payment per key, no double effect");
     for key in 0..keys {
         let (id, amount) = finals[&key];
@@ -191,8 +262,9 @@ async fn sigkill_at_random_moments_leaves_one_payment_per_key() {
     }
     let answered_before_the_end: usize = seen.values().map(Vec::len).sum();
     eprintln!(
-        "kills: {}, keys: {keys}, keys answered 201 between kills: {}, 201s seen between kills: \
+        "{} kills: {}, keys: {keys}, keys answered 201 between kills: {}, 201s seen between kills: \
          {answered_before_the_end}, rows: {}",
+        db.example().0,
         kills(),
         seen.len(),
         rows.len()

@@ -2,7 +2,7 @@
 
 mod concurrency;
 mod conformance;
-#[cfg(feature = "sqlite")]
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod crash;
 mod observability;
 mod policies;
