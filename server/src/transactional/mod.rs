@@ -1,5 +1,6 @@
 //! The strong mode over HTTP: admission as in the layer, then the claim, the
-//! handler's own writes and the stored response in one SQLite transaction.
+//! handler's own writes and the stored response in one database transaction (SQLite
+//! or PostgreSQL).
 //!
 //! The layer alone cannot promise one effect: a process that dies mid-handler leaves a
 //! claim that lapses, and the retry executes again. Here nothing is visible until the
