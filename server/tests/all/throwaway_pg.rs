@@ -1,5 +1,6 @@
 //! A throwaway PostgreSQL cluster on 127.0.0.1 for these tests: `initdb` into a temp
-//! directory, `pg_ctl start` on a free port, `pg_ctl stop` and removal on drop. The
+//! directory, `pg_ctl start` on a free port, `pg_ctl stop` and removal on drop (or by
+//! a watchdog when the test process dies first). The
 //! same approach as the journal's helper (binaries from
 //! `journal/scripts/ensure-postgres.sh`), kept here so this crate depends on neither
 //! the journal nor the client.
@@ -91,11 +92,10 @@ impl Cluster {
             useradd.args(["--system", "--no-create-home", "postgres"]);
             run(useradd, Duration::from_secs(20), "useradd");
         }
-        let dir = std::env::temp_dir().join(format!(
-            "tower-idempotency-pg-{}-{}",
-            std::process::id(),
-            Instant::now().elapsed().as_nanos()
-        ));
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir =
+            std::env::temp_dir().join(format!("tower-idempotency-pg-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         if root {
             let mut chown = Command::new("chown");
@@ -123,6 +123,26 @@ impl Cluster {
             .arg(format!("-h 127.0.0.1 -p {port} -k {} -c fsync=off -c synchronous_commit=off -c max_connections=60", dir.display()))
             .arg("start");
         run(start, Duration::from_secs(75), "pg_ctl start");
+        // Stop and remove the cluster if this process dies without dropping it (a kill,
+        // an abort): a shell waits for this process, bounded by its life.
+        let run_as = if root { "runuser -u postgres -- " } else { "" };
+        let script = format!(
+            "while kill -0 {pid} 2>/dev/null; do sleep 0.5; done; \
+             {run_as}'{pg_ctl}' -D '{data}' stop -m immediate -t 20 >/dev/null 2>&1; rm -rf '{dir}'",
+            pid = std::process::id(),
+            pg_ctl = bin.join("pg_ctl").display(),
+            data = dir.join("data").display(),
+            dir = dir.display(),
+        );
+        #[allow(clippy::zombie_processes)]
+        let _watchdog = Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the cluster's watchdog");
         Some(Cluster {
             conninfo: format!("host=127.0.0.1 port={port} user=postgres dbname=postgres"),
             bin,
