@@ -121,3 +121,71 @@ async fn the_pruner_empties_expired_keys() {
     }
     pruner.abort();
 }
+
+/// Compares JSON bodies by their parsed value: whitespace and member order do not
+/// make another request.
+struct JsonValueFingerprint;
+
+impl tower_idempotency::Fingerprinter for JsonValueFingerprint {
+    fn fingerprint(
+        &self,
+        parts: &http::request::Parts,
+        body: &[u8],
+    ) -> tower_idempotency::Fingerprint {
+        let value: serde_json::Value =
+            serde_json::from_slice(body).unwrap_or(serde_json::Value::Null);
+        let canonical = format!("{} {} {}", parts.method, parts.uri.path(), value);
+        tower_idempotency::Fingerprint::from_bytes(canonical.into_bytes())
+    }
+}
+
+#[tokio::test]
+async fn the_fingerprint_is_configurable() {
+    let first = r#"{"amount":500,"currency":"EUR"}"#;
+    let same_value = r#"{ "currency": "EUR", "amount": 500 }"#;
+    for (custom, want) in [(false, 422), (true, 201)] {
+        let builder = IdempotencyLayer::builder(MemoryStore::new()).principal(account);
+        let layer = if custom {
+            builder.fingerprinter(JsonValueFingerprint)
+        } else {
+            builder
+        }
+        .build()
+        .unwrap();
+        let effects = Arc::new(Effects::default());
+        let addr = serve(layer, effects.clone()).await;
+        assert_eq!(
+            send(addr, &Req::post("/payments", "k", first)).await.status,
+            201
+        );
+        let retry = send(addr, &Req::post("/payments", "k", same_value)).await;
+        assert_eq!(retry.status, want, "custom fingerprint: {custom}");
+        assert_eq!(retry.replayed(), custom);
+        assert_eq!(effects.count(), 1);
+    }
+}
+
+#[tokio::test]
+async fn a_body_that_fails_midway_is_not_stored() {
+    let layer = IdempotencyLayer::builder(MemoryStore::new())
+        .principal(account)
+        .build()
+        .unwrap();
+    let effects = Arc::new(Effects::default());
+    let addr = serve(layer.clone(), effects.clone()).await;
+    // The first caller's connection breaks with the body (no answer to read whole).
+    let first = crate::support::try_send(addr, &Req::post("/broken", "k", "")).await;
+    assert!(first.is_none(), "{first:?}");
+    let retry = send(addr, &Req::post("/broken", "k", "")).await;
+    assert_eq!(retry.status, 410);
+    let problem: serde_json::Value = serde_json::from_slice(&retry.body).unwrap();
+    assert!(
+        problem["detail"]
+            .as_str()
+            .unwrap()
+            .contains("failed midway"),
+        "{problem}"
+    );
+    assert_eq!(effects.count(), 1);
+    assert_eq!(layer.counters().snapshot().not_stored, 1);
+}

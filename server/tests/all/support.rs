@@ -97,6 +97,38 @@ async fn stream(State(effects): State<Arc<Effects>>) -> Response {
     Response::new(Body::from_stream(chunks))
 }
 
+/// A body of known length (8 bytes) that fails after its first 4 (a broken upstream).
+struct Broken {
+    sent: bool,
+}
+
+impl http_body::Body for Broken {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, std::io::Error>>> {
+        if self.sent {
+            return std::task::Poll::Ready(Some(Err(std::io::Error::other("upstream broke"))));
+        }
+        self.sent = true;
+        std::task::Poll::Ready(Some(Ok(http_body::Frame::data(Bytes::from_static(
+            b"half",
+        )))))
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        http_body::SizeHint::with_exact(8)
+    }
+}
+
+async fn broken(State(effects): State<Arc<Effects>>) -> Response {
+    effects.count.fetch_add(1, Ordering::SeqCst);
+    Response::new(Body::new(Broken { sent: false }))
+}
+
 async fn fail(State(effects): State<Arc<Effects>>) -> Response {
     let id = effects.count.fetch_add(1, Ordering::SeqCst) + 1;
     (StatusCode::INTERNAL_SERVER_ERROR, format!("failed {id}")).into_response()
@@ -119,6 +151,7 @@ pub async fn serve(layer: IdempotencyLayer, effects: Arc<Effects>) -> SocketAddr
         .route("/reports", post(report))
         .route("/stream", post(stream))
         .route("/fail", post(fail))
+        .route("/broken", post(broken))
         .layer(layer)
         .with_state(effects);
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
