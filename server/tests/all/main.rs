@@ -4,7 +4,6 @@ mod concurrency;
 mod conformance;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod crash;
-mod observability;
 mod policies;
 #[cfg(feature = "postgres")]
 mod postgres;

@@ -1,12 +1,19 @@
 //! What the layer logs: a span per keyed request with a short digest of the key's
 //! scope, never the key or the principal.
+//!
+//! A test binary of its own: the subscriber is global here, so no other test running
+//! at the same time can leave a callsite's interest cached as "never".
+
+#[allow(dead_code)]
+#[path = "all/support.rs"]
+mod support;
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use tower_idempotency::{IdempotencyLayer, MemoryStore};
 
-use crate::support::{account, send, serve, Effects, Req};
+use support::{account, send, serve, Effects, Req};
 
 #[derive(Clone, Default)]
 struct Captured(Arc<Mutex<Vec<u8>>>);
@@ -31,7 +38,7 @@ async fn keys_and_principals_never_reach_the_logs() {
         .with_writer(move || writer.clone())
         .with_ansi(false)
         .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    tracing::subscriber::set_global_default(subscriber).unwrap();
 
     let layer = IdempotencyLayer::builder(MemoryStore::new())
         .principal(account)
