@@ -7,6 +7,8 @@ mod crash;
 mod policies;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod processes;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod support;

@@ -322,3 +322,61 @@ async fn postgres_strong_mode_over_http() {
         .get(0);
     assert_eq!(rows, 1, "one payment; the failed effect rolled back");
 }
+
+/// Four server processes (the `strong_payments_postgres` example) sharing one database:
+/// 64 concurrent identical requests per key, spread over the four, make one payment;
+/// every answer is that payment (fresh once, replayed otherwise) or a 409.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn four_server_processes_one_payment_per_key() {
+    use crate::processes::{Db, Server};
+
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let db = Db::Postgres(cluster.database("processes").await);
+    let servers: Vec<Server> = (0..INSTANCES).map(|_| Server::start(&db)).collect();
+    let addrs: Vec<_> = servers.iter().map(|s| s.addr).collect();
+    let (mut conflicts, mut replays) = (0, 0);
+    for round in 0..rounds() {
+        let key = format!("process-round-{round}");
+        let tasks: Vec<_> = (0..CONCURRENT)
+            .map(|i| {
+                let addr = addrs[i % INSTANCES];
+                let req = Req {
+                    account: Some("acct_1"),
+                    ..Req::post("/payments", &key, "1500")
+                };
+                tokio::spawn(async move { send(addr, &req).await })
+            })
+            .collect();
+        let (mut bodies, mut fresh) = (HashSet::new(), 0);
+        for task in tasks {
+            let answer = task.await.unwrap();
+            match answer.status {
+                201 if answer.replayed() => {
+                    replays += 1;
+                    bodies.insert(answer.text());
+                }
+                201 => {
+                    fresh += 1;
+                    bodies.insert(answer.text());
+                }
+                409 => conflicts += 1,
+                other => panic!("round {round}: unexpected {other}: {}", answer.text()),
+            }
+        }
+        assert_eq!(fresh, 1, "round {round}: one execution");
+        assert_eq!(bodies.len(), 1, "round {round}: one result");
+    }
+    for server in servers {
+        server.kill();
+    }
+    let rows = db.payments().await;
+    assert_eq!(rows.len(), rounds(), "one payment row per key");
+    eprintln!(
+        "postgres processes: {INSTANCES} server processes, rounds: {}, concurrent: {CONCURRENT}, \
+         payment rows: {}, conflicts (409): {conflicts}, replays: {replays}",
+        rounds(),
+        rows.len()
+    );
+}
