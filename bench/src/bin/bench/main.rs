@@ -22,7 +22,8 @@
 //! contention simulation (virtual time), P7 memory growth, P8 allocations per
 //! intent, P9 overload (budget, circuit breaker, adaptive throttle through an
 //! outage), P10 durable throughput (the journal on SQLite and PostgreSQL against
-//! the same database's raw rate). P8 needs a counting global allocator, and a global allocator applies to
+//! the same database's raw rate), P11 idempotent endpoints (tower-idempotency's
+//! layer on an axum route, in process and at 32 concurrent over HTTP). P8 needs a counting global allocator, and a global allocator applies to
 //! a whole binary, so it runs in a binary of its own (`p8_allocs`, see
 //! `src/bin/p8_allocs.rs`) that this one builds and runs as a child process (P1–P7
 //! keep the system allocator). The program prints one markdown table per figure and
@@ -30,6 +31,7 @@
 
 mod load;
 mod p10_durable;
+mod p11_endpoints;
 mod p1_overhead;
 mod p2_throughput;
 mod p3_amplification;
@@ -55,7 +57,7 @@ use reqwest_resilience_bench::server::{self, Server};
 use plan::Plan;
 use report::{summary_line, Report};
 
-const USAGE: &str = "usage: bench [--quick] [--write] [--only p1,p2,…,p10] \
+const USAGE: &str = "usage: bench [--quick] [--write] [--only p1,p2,…,p11] \
                      [--profile bare|bare-timeout|floor|resilience|\
                      resilience-no-timer|reqwest-retry|builtin|backon N]";
 
@@ -178,6 +180,9 @@ fn main() {
         }
         if wanted("p10") {
             p10_durable::run(&server, &plan, &mut report).await;
+        }
+        if wanted("p11") {
+            p11_endpoints::run(&plan, &mut report).await;
         }
     });
     drop(runtime);

@@ -20,6 +20,12 @@ pub struct Plan {
     pub p10_rounds: usize,
     pub p10_round: Duration,
     pub p10_latency_pairs: usize,
+    pub p11_rounds: usize,
+    pub p11_round: Duration,
+    /// P11 in process: request-body bytes per round and size, capped in requests.
+    pub p11_bytes_per_round: usize,
+    pub p11_max_per_round: usize,
+    pub p11_db_rounds: usize,
 }
 
 impl Plan {
@@ -40,6 +46,11 @@ impl Plan {
                 p10_rounds: 3,
                 p10_round: Duration::from_secs(2),
                 p10_latency_pairs: 200,
+                p11_rounds: 5,
+                p11_round: Duration::from_secs(1),
+                p11_bytes_per_round: 20_000_000,
+                p11_max_per_round: 2_000,
+                p11_db_rounds: 3,
             }
         } else {
             Plan {
@@ -57,6 +68,11 @@ impl Plan {
                 p10_rounds: 7,
                 p10_round: Duration::from_secs(4),
                 p10_latency_pairs: 1_000,
+                p11_rounds: 11,
+                p11_round: Duration::from_secs(2),
+                p11_bytes_per_round: 50_000_000,
+                p11_max_per_round: 5_000,
+                p11_db_rounds: 7,
             }
         }
     }

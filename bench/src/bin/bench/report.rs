@@ -32,6 +32,13 @@ pub struct Summary {
     /// Durable intents/s ÷ the database's raw rows/s (P10).
     pub p10_sqlite: Option<f64>,
     pub p10_postgres: Option<f64>,
+    /// tower-idempotency's layer: requests/s ÷ the bare route's (P11, HTTP, 32 tasks).
+    pub p11: Option<f64>,
+    /// The layer's added µs per request in process, 100 B bodies (P11).
+    pub p11_added_us: Option<f64>,
+    /// Layered requests/s with each SQL store ÷ the database's raw rows/s (P11).
+    pub p11_sqlite: Option<f64>,
+    pub p11_postgres: Option<f64>,
 }
 
 /// One row of the final targets table.
@@ -101,7 +108,8 @@ pub fn summary_line(s: &Summary) -> String {
     format!(
         "SUMMARY p1={} p1_floor={} p2={} p2_floor={} p3={} p4_early={} p5_ms={} p6_full={} \
          p6_decorrelated={} p7_kib={} p8_allocs={} p9_outage={} p9_recovery_s={} \
-         p9_refused_at_5pct={} p10_sqlite={} p10_postgres={}",
+         p9_refused_at_5pct={} p10_sqlite={} p10_postgres={} p11={} p11_added_us={} \
+         p11_sqlite={} p11_postgres={}",
         or_na(s.p1, |v| format!("{v:.3}")),
         or_na(s.p1_floor, |v| format!("{v:.3}")),
         or_na(s.p2, |v| format!("{v:.3}")),
@@ -118,5 +126,9 @@ pub fn summary_line(s: &Summary) -> String {
         or_na(s.p9_refused_at_5pct, |v| v.to_string()),
         or_na(s.p10_sqlite, |v| format!("{v:.3}")),
         or_na(s.p10_postgres, |v| format!("{v:.3}")),
+        or_na(s.p11, |v| format!("{v:.3}")),
+        or_na(s.p11_added_us, |v| format!("{v:.1}")),
+        or_na(s.p11_sqlite, |v| format!("{v:.3}")),
+        or_na(s.p11_postgres, |v| format!("{v:.3}")),
     )
 }

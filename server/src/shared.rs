@@ -1,0 +1,103 @@
+//! The state every clone of the layer's service shares.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use http::{HeaderName, Response};
+
+use crate::body::ResponseBody;
+use crate::clock::Clock;
+use crate::decision::{answer_existing, Answer, ServerErrors};
+use crate::fingerprint::{Fingerprint, Fingerprinter};
+use crate::metrics::Counters;
+use crate::principal::PrincipalExtractor;
+use crate::record::{Completion, Existing};
+use crate::refusal::{Refusal, RefusalFormat, RefusalKind};
+use crate::respond;
+use crate::store::{ClaimToken, Store, StoreError};
+
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub(crate) key_required: bool,
+    pub(crate) max_key_len: usize,
+    pub(crate) lease: Duration,
+    pub(crate) retention: Duration,
+    pub(crate) max_request_body: usize,
+    pub(crate) max_stored_body: usize,
+    pub(crate) replayed_headers: Vec<HeaderName>,
+    pub(crate) server_errors: ServerErrors,
+}
+
+pub(crate) struct Shared {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) principal: Arc<dyn PrincipalExtractor>,
+    pub(crate) fingerprinter: Arc<dyn Fingerprinter>,
+    pub(crate) format: Arc<dyn RefusalFormat>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) settings: Settings,
+    pub(crate) counters: Arc<Counters>,
+}
+
+impl Shared {
+    pub(crate) fn refuse(
+        &self,
+        kind: RefusalKind,
+        retry_after: Option<Duration>,
+    ) -> Response<ResponseBody> {
+        self.counters.refused(kind);
+        tracing::debug!(refusal = kind.slug(), "request refused");
+        respond::refusal(self.format.as_ref(), Refusal::new(kind, retry_after))
+    }
+
+    /// The answer for a key another request claimed: a replay or a refusal.
+    pub(crate) fn answer(
+        &self,
+        existing: &Existing,
+        fingerprint: &Fingerprint,
+        now: SystemTime,
+    ) -> Response<ResponseBody> {
+        match answer_existing(existing, fingerprint, now) {
+            Answer::Replay(stored) => {
+                self.counters.replayed();
+                tracing::debug!(status = stored.status.as_u16(), "stored response replayed");
+                respond::stored(stored, true)
+            }
+            Answer::Refuse(refusal) => self.refuse(refusal.kind(), refusal.retry_after()),
+        }
+    }
+
+    /// The store failed before anything ran: 503, retry in a second.
+    pub(crate) fn store_unavailable(&self, error: &StoreError) -> Response<ResponseBody> {
+        self.counters.store_error();
+        tracing::warn!(%error, "idempotency store unavailable; nothing executed");
+        self.refuse(RefusalKind::StoreUnavailable, Some(Duration::from_secs(1)))
+    }
+
+    pub(crate) async fn release(&self, token: &ClaimToken) {
+        match self.store.release(token).await {
+            Ok(true) => self.counters.released(),
+            Ok(false) => self.counters.lost_claim(),
+            Err(error) => {
+                self.counters.store_error();
+                tracing::warn!(%error, "key not released; it frees itself when its lease lapses");
+            }
+        }
+    }
+
+    pub(crate) async fn complete(&self, token: &ClaimToken, completion: Completion) {
+        let expires_at = self.clock.now() + self.settings.retention;
+        match self.store.complete(token, completion, expires_at).await {
+            Ok(true) => {}
+            Ok(false) => {
+                self.counters.lost_claim();
+                tracing::warn!(
+                    "the claim lapsed before the handler finished; its result is not kept"
+                );
+            }
+            Err(error) => {
+                self.counters.store_error();
+                tracing::warn!(%error, "result not kept; the key frees itself when its lease lapses");
+            }
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! The strong mode on SQLite: the effect is a synchronous closure on a blocking
+//! thread that holds the write lock.
+
+use bytes::Bytes;
+use http::request::Parts;
+use http::{Request, Response};
+use http_body::Body;
+use rusqlite::Transaction;
+use tracing::Instrument;
+
+use super::{Rollback, Transactional};
+use crate::admit::{admit, Admitted};
+use crate::body::{BoxError, ResponseBody};
+use crate::record::StoredResponse;
+use crate::respond;
+use crate::store::SqliteStore;
+
+impl Transactional<SqliteStore> {
+    /// Answers one request: refusals and replays as the layer gives them; for a free
+    /// key, runs `effect` in the claim's transaction and commits its writes with the
+    /// response it returns.
+    ///
+    /// `effect` runs on a blocking thread holding the database's write lock: keep it
+    /// to database work.
+    pub async fn handle<B, F>(&self, request: Request<B>, effect: F) -> Response<ResponseBody>
+    where
+        B: Body,
+        B::Error: Into<BoxError>,
+        F: FnOnce(&Transaction<'_>, &Parts, &Bytes) -> Result<StoredResponse, Rollback>
+            + Send
+            + 'static,
+    {
+        let (parts, body, claim) = match admit(&self.shared, request).await {
+            Admitted::Keyed { parts, body, claim } => (parts, body, claim),
+            Admitted::Refused(response) => return response,
+            Admitted::Unkeyed(request) => return self.unkeyed(request, effect).await,
+        };
+        let (fingerprint, now) = (claim.fingerprint.clone(), claim.now);
+        let span = tracing::debug_span!("idempotency", key = %claim.scope, method = %parts.method);
+        let outcome = self
+            .store
+            .transact(claim, self.shared.settings.retention, move |tx| {
+                effect(tx, &parts, &body)
+            })
+            .instrument(span)
+            .await;
+        self.respond(outcome, &fingerprint, now)
+    }
+
+    async fn unkeyed<B, F>(&self, request: Request<B>, effect: F) -> Response<ResponseBody>
+    where
+        B: Body,
+        B::Error: Into<BoxError>,
+        F: FnOnce(&Transaction<'_>, &Parts, &Bytes) -> Result<StoredResponse, Rollback>
+            + Send
+            + 'static,
+    {
+        let (parts, body) = request.into_parts();
+        let body = match self.read_body(body).await {
+            Ok(body) => body,
+            Err(refusal) => return refusal,
+        };
+        match self
+            .store
+            .transact_unkeyed(move |tx| effect(tx, &parts, &body))
+            .await
+        {
+            Ok(Ok(response) | Err(Rollback(response))) => respond::stored(response, false),
+            Err(error) => self.shared.store_unavailable(&error),
+        }
+    }
+}
+
+/// The future `handle` returns is `Send` (axum handlers need it).
+#[allow(dead_code)]
+fn _assert_send(t: &Transactional<SqliteStore>) {
+    fn send<T: Send>(_: T) {}
+    let request = Request::new(http_body_util::Empty::<Bytes>::new());
+    send(t.handle(request, |_, _, _| {
+        Err(Rollback::from(rusqlite::Error::InvalidQuery))
+    }));
+}

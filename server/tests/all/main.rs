@@ -1,0 +1,16 @@
+//! Integration tests: real HTTP on 127.0.0.1, assertions on what the handlers did.
+
+mod concurrency;
+mod conformance;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod crash;
+mod policies;
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod processes;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+mod support;
+#[cfg(feature = "postgres")]
+mod throwaway_pg;
