@@ -53,6 +53,21 @@ pub enum JournalError {
         /// The configured timeout.
         after: std::time::Duration,
     },
+    /// A write-ahead's commit was sent but its answer was lost (a timeout, a cut
+    /// connection), and the database could not say whether it committed (a
+    /// PostgreSQL transaction still waiting for a synchronous standby, or no
+    /// connection to ask). The intent may be resumed later under its key: the
+    /// durable send reports its outcome as unknown, never "nothing was sent";
+    /// retry it with the same key.
+    #[error("journal write-ahead of {key_prefix}… may have committed; its outcome is unknown")]
+    CommitUnknown {
+        /// The first characters of the key.
+        key_prefix: String,
+        /// Why the answer was lost (the core reads this marker: the durable send's
+        /// error then says [`is_outcome_unknown`](reqwest_resilience::Error::is_outcome_unknown)).
+        #[source]
+        marker: reqwest_resilience::CommitOutcomeUnknown,
+    },
     /// A configuration value was rejected.
     #[error("invalid journal configuration: {0}")]
     InvalidConfig(String),
@@ -70,6 +85,19 @@ impl JournalError {
     /// True when the database did not answer within its configured timeout.
     pub fn is_timeout(&self) -> bool {
         matches!(self, Self::Timeout { .. })
+    }
+
+    /// True when a write-ahead may have committed though it failed: the intent
+    /// may still be sent under its key.
+    pub fn is_commit_unknown(&self) -> bool {
+        matches!(self, Self::CommitUnknown { .. })
+    }
+
+    pub(crate) fn commit_unknown(key: &str, cause: impl Into<BoxError>) -> Self {
+        Self::CommitUnknown {
+            key_prefix: key_prefix(key),
+            marker: reqwest_resilience::CommitOutcomeUnknown::new(cause),
+        }
     }
 
     pub(crate) fn storage(error: impl Into<BoxError>) -> Self {

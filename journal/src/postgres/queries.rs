@@ -29,7 +29,8 @@ macro_rules! claimable {
 
 /// `$1` key, `$2` key_on_wire, `$3` method, `$4` url, `$5` headers, `$6` body,
 /// `$7` deadline ms, `$8` retention ms, `$9` owner, `$10` incarnation, `$11` lease
-/// ms, `$12` in_flight.
+/// ms, `$12` in_flight. Run inside a transaction: it also returns the
+/// transaction's id, to ask its status if the answer to `COMMIT` is lost.
 const WRITE_AHEAD: &str = concat!(
     "INSERT INTO journal_intents (key, key_on_wire, method, url, headers, body,
         deadline_ms, retention_end_ms, state, owner, incarnation, lease_until_ms, fence, runs,
@@ -39,7 +40,7 @@ const WRITE_AHEAD: &str = concat!(
     now_ms!(),
     " AS ms) c
      ON CONFLICT (key) DO NOTHING
-     RETURNING lease_until_ms"
+     RETURNING lease_until_ms, pg_current_xact_id()::text AS xid"
 );
 
 /// `$1` owner, `$2` incarnation, `$3` unknown, `$4` in_flight, `$5` lease ms,
@@ -76,6 +77,10 @@ const RECORD: &str = concat!(
     "
      WHERE key = $6 AND fence = $7 AND state = $8"
 );
+
+/// `$1` a transaction id (`xid8` as text): `committed`, `aborted`, `in progress`,
+/// or NULL when it is too old to know.
+pub(super) const XACT_STATUS: &str = "SELECT pg_xact_status($1::text::xid8)";
 
 /// `$1` key.
 const GET: &str = "SELECT * FROM journal_intents WHERE key = $1";
