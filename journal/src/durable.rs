@@ -18,6 +18,7 @@ use reqwest_resilience::{
 
 use crate::error::JournalError;
 use crate::headers::defining_headers;
+use crate::join;
 use crate::journal::Journal;
 use crate::record::{Lease, NewIntent, Outcome};
 
@@ -98,16 +99,21 @@ impl IntentObserver for DurableObserver {
     ) -> ObserverFuture<'a, Result<(), CoreBoxError>> {
         Box::pin(async move {
             let new = self.new_intent(intent)?;
-            let lease = self
+            let lease_for = self.journal.lease_for(new.deadline);
+            let written = self
                 .journal
                 .store()
-                .write_ahead(
-                    &new,
-                    self.journal.worker(),
-                    self.journal.lease_for(new.deadline),
-                )
-                .await?;
-            *self.lease.lock().unwrap_or_else(|e| e.into_inner()) = Some(lease);
+                .write_ahead(&new, self.journal.worker(), lease_for)
+                .await;
+            let lease = match written {
+                Ok(lease) => Some(lease),
+                // The same key is the same intent: join it.
+                Err(JournalError::DuplicateKey { .. }) => {
+                    join::join(&self.journal, &new, lease_for).await?
+                }
+                Err(error) => return Err(error.into()),
+            };
+            *self.lease.lock().unwrap_or_else(|e| e.into_inner()) = lease;
             Ok(())
         })
     }

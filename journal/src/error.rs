@@ -24,6 +24,16 @@ pub enum JournalError {
         /// The first characters of the key.
         key_prefix: String,
     },
+    /// A durable send's key is journaled for an intent it cannot join: another
+    /// request (method, URL or body) under the same key, an abandoned intent, or
+    /// one past the server's key retention. Nothing was sent.
+    #[error("key {key_prefix}… is journaled for an intent this send cannot join: {why}")]
+    KeyInUse {
+        /// The first characters of the key.
+        key_prefix: String,
+        /// Why the send cannot join it.
+        why: &'static str,
+    },
     /// A durable intent needs its body in memory (bytes, a string, JSON, or a
     /// `body_fn` that yields bytes); a stream cannot be journaled.
     #[error("a durable intent needs an in-memory body; a streamed body cannot be journaled")]
@@ -108,6 +118,13 @@ impl JournalError {
         Self::LeaseLost {
             key_prefix: key_prefix(key),
             fence,
+        }
+    }
+
+    pub(crate) fn key_in_use(key: &str, why: &'static str) -> Self {
+        Self::KeyInUse {
+            key_prefix: key_prefix(key),
+            why,
         }
     }
 

@@ -13,7 +13,6 @@ use crate::state::IntentState;
 use crate::store::JournalStore;
 use crate::worker::Worker;
 
-
 /// A journal of durable intents: a [`JournalStore`] and its settings. Cheap to
 /// clone; clones share the store.
 ///

@@ -115,6 +115,7 @@ mod backlog;
 mod durable;
 mod error;
 mod headers;
+mod join;
 mod journal;
 mod listing;
 mod migrations;

@@ -226,6 +226,22 @@ fn raw_row(row: &Row) -> Result<RawRow, JournalError> {
     read().map_err(JournalError::storage)
 }
 
+/// A row returned by a claim (`RETURNING t.*, clock.ms AS now_ms`).
+fn claimed(row: &Row, worker: &Worker) -> Result<Claimed, JournalError> {
+    let record = raw_row(row)?.into_record()?;
+    let now: i64 = row.try_get("now_ms").map_err(JournalError::storage)?;
+    Ok(Claimed {
+        lease: Lease {
+            key: record.key.clone(),
+            owner: worker.name().to_owned(),
+            fence: record.fence,
+            until: record.lease_until.unwrap_or_else(|| from_millis(now)),
+        },
+        record,
+        now: from_millis(now),
+    })
+}
+
 fn records(rows: &[Row]) -> Result<Vec<IntentRecord>, JournalError> {
     rows.iter().map(|row| raw_row(row)?.into_record()).collect()
 }
@@ -288,22 +304,32 @@ impl JournalStore for PostgresStore {
                     ],
                 ))
                 .await?;
-            rows.iter()
-                .map(|row| {
-                    let record = raw_row(row)?.into_record()?;
-                    let now: i64 = row.try_get("now_ms").map_err(JournalError::storage)?;
-                    Ok(Claimed {
-                        lease: Lease {
-                            key: record.key.clone(),
-                            owner: worker.name().to_owned(),
-                            fence: record.fence,
-                            until: record.lease_until.unwrap_or_else(|| from_millis(now)),
-                        },
-                        record,
-                        now: from_millis(now),
-                    })
-                })
-                .collect()
+            rows.iter().map(|row| claimed(row, worker)).collect()
+        })
+    }
+
+    fn take_over<'a>(
+        &'a self,
+        key: &'a str,
+        worker: &'a Worker,
+        lease: Duration,
+    ) -> StoreFuture<'a, Option<Claimed>> {
+        Box::pin(async move {
+            let live = self.pool.get().await?;
+            let rows = self
+                .bounded(live.client.query(
+                    &live.statements.take_over,
+                    &[
+                        &worker.name(),
+                        &worker.incarnation(),
+                        &Unknown.as_str(),
+                        &InFlight.as_str(),
+                        &duration_millis(lease),
+                        &key,
+                    ],
+                ))
+                .await?;
+            rows.first().map(|row| claimed(row, worker)).transpose()
         })
     }
 

@@ -65,6 +65,22 @@ const CLAIM: &str = concat!(
      RETURNING t.*, clock.ms AS now_ms"
 );
 
+/// `$1` owner, `$2` incarnation, `$3` unknown, `$4` in_flight, `$5` lease ms,
+/// `$6` key: one key, when nobody may be sending it (see
+/// `JournalStore::take_over`).
+const TAKE_OVER: &str = concat!(
+    "WITH clock AS (SELECT ",
+    now_ms!(),
+    " AS ms)
+     UPDATE journal_intents t
+     SET state = $4, owner = $1, incarnation = $2, lease_until_ms = clock.ms + $5,
+         fence = t.fence + 1, runs = t.runs + 1, due_at_ms = NULL, updated_ms = clock.ms
+     FROM clock
+     WHERE t.key = $6 AND (t.state = $3 OR (t.state = $4 AND (t.lease_until_ms <= clock.ms
+         OR (t.owner = $1 AND t.incarnation IS DISTINCT FROM $2))))
+     RETURNING t.*, clock.ms AS now_ms"
+);
+
 /// `$1` state, `$2` status, `$3` locator, `$4` detail, `$5` due in ms, `$6` key,
 /// `$7` fence, `$8` in_flight.
 const RECORD: &str = concat!(
@@ -135,6 +151,7 @@ const PRUNE: &str = concat!(
 pub(super) struct Statements {
     pub(super) write_ahead: Statement,
     pub(super) claim: Statement,
+    pub(super) take_over: Statement,
     pub(super) record: Statement,
     pub(super) get: Statement,
     pub(super) list: Statement,
@@ -148,6 +165,7 @@ impl Statements {
         Ok(Self {
             write_ahead: client.prepare(WRITE_AHEAD).await?,
             claim: client.prepare(CLAIM).await?,
+            take_over: client.prepare(TAKE_OVER).await?,
             record: client.prepare(RECORD).await?,
             get: client.prepare(GET).await?,
             list: client.prepare(LIST).await?,

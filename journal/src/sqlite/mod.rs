@@ -315,6 +315,52 @@ impl JournalStore for SqliteStore {
         })
     }
 
+    fn take_over<'a>(
+        &'a self,
+        key: &'a str,
+        worker: &'a Worker,
+        lease: Duration,
+    ) -> StoreFuture<'a, Option<Claimed>> {
+        let key = key.to_owned();
+        let worker = worker.clone();
+        self.run(move |conn, now| {
+            let until = now.saturating_add(duration_millis(lease));
+            let raw = conn
+                .prepare_cached(queries::TAKE_OVER)
+                .and_then(|mut statement| {
+                    statement
+                        .query_row(
+                            named_params! {
+                                ":in_flight": InFlight.as_str(),
+                                ":unknown": Unknown.as_str(),
+                                ":owner": worker.name(),
+                                ":incarnation": worker.incarnation(),
+                                ":lease_until_ms": until,
+                                ":now": now,
+                                ":key": key,
+                            },
+                            raw_row,
+                        )
+                        .optional()
+                })
+                .map_err(JournalError::storage)?;
+            let Some(raw) = raw else {
+                return Ok(None);
+            };
+            let record = raw.into_record()?;
+            Ok(Some(Claimed {
+                lease: Lease {
+                    key: record.key.clone(),
+                    owner: worker.name().to_owned(),
+                    fence: record.fence,
+                    until: from_millis(until),
+                },
+                record,
+                now: from_millis(now),
+            }))
+        })
+    }
+
     fn record<'a>(&'a self, lease: &'a Lease, outcome: &'a Outcome) -> StoreFuture<'a, ()> {
         let lease = lease.clone();
         let outcome = outcome.clone();

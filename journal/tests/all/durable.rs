@@ -192,8 +192,9 @@ async fn refused_without_sending_when_the_intent_cannot_be_journaled() {
         "{error}"
     );
 
-    // The key is journaled already: resume it, do not send it again.
-    client
+    // The same key is the same intent: a second send joins it. Done already,
+    // it is sent again unjournaled and the server replays its answer.
+    let first = client
         .post(&server.url)
         .idempotency_key("dup-1")
         .body(BODY)
@@ -201,21 +202,42 @@ async fn refused_without_sending_when_the_intent_cannot_be_journaled() {
         .send()
         .await
         .unwrap();
-    let error = client
+    let again = client
         .post(&server.url)
         .idempotency_key("dup-1")
         .body(BODY)
         .durable(&journal)
         .send()
         .await
+        .unwrap();
+    assert_eq!(
+        again.headers().get("location"),
+        first.headers().get("location"),
+        "the server's replay"
+    );
+    assert_eq!(server.effects_with_key("dup-1"), 1);
+    let row = journal.get("dup-1").await.unwrap().unwrap();
+    assert_eq!(
+        (row.state, row.runs),
+        (IntentState::Succeeded, 1),
+        "one row"
+    );
+    // Another body under the key is another intent: refused, nothing sent.
+    let seen_before = server.seen_with_key("dup-1").len();
+    let error = client
+        .post(&server.url)
+        .idempotency_key("dup-1")
+        .body(&b"{\"amount\":1}"[..])
+        .durable(&journal)
+        .send()
+        .await
         .unwrap_err();
     assert!(
-        matches!(
-            journal_error(&error),
-            Some(JournalError::DuplicateKey { .. })
-        ),
+        matches!(journal_error(&error), Some(JournalError::KeyInUse { .. })),
         "{error}"
     );
+    assert!(!error.is_outcome_unknown(), "{error}");
+    assert_eq!(server.seen_with_key("dup-1").len(), seen_before);
 
     // The journal is down: nothing is sent.
     let broken = Journal::new(BrokenStore);
@@ -234,8 +256,8 @@ async fn refused_without_sending_when_the_intent_cannot_be_journaled() {
 
     assert_eq!(
         server.seen().len(),
-        1,
-        "only dup-1's first send reached the server"
+        2,
+        "only dup-1's send and its replay reached the server"
     );
     assert!(journal.get("stream-1").await.unwrap().is_none());
 }
@@ -275,6 +297,15 @@ impl JournalStore for BrokenStore {
         _: Duration,
         _: usize,
     ) -> reqwest_resilience_journal::StoreFuture<'a, Vec<reqwest_resilience_journal::Claimed>> {
+        Box::pin(async { Err(JournalError::Storage("connection refused".into())) })
+    }
+    fn take_over<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a reqwest_resilience_journal::Worker,
+        _: Duration,
+    ) -> reqwest_resilience_journal::StoreFuture<'a, Option<reqwest_resilience_journal::Claimed>>
+    {
         Box::pin(async { Err(JournalError::Storage("connection refused".into())) })
     }
     fn record<'a>(

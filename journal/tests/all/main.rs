@@ -1,6 +1,7 @@
 //! The journal's integration tests, in one binary (one PostgreSQL cluster).
 
 mod children;
+mod commit_faults;
 mod conformance;
 mod crash;
 mod durable;
