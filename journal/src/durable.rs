@@ -21,6 +21,7 @@ use crate::headers::defining_headers;
 use crate::join;
 use crate::journal::Journal;
 use crate::record::{Lease, NewIntent, Outcome};
+use crate::unrecorded;
 
 /// Per-intent settings of a durable send.
 #[derive(Debug, Clone, Default)]
@@ -125,10 +126,8 @@ impl IntentObserver for DurableObserver {
                 return Ok(()); // never written ahead
             };
             let outcome = first_run_outcome(end, self.journal.settings().unknown_retry_after);
-            if let Err(error) = self.journal.store().record(&lease, &outcome).await {
-                // The row stays in_flight until its lease expires; a resume then
-                // resends it with the same key, and the server replays its result.
-                // The caller is told the outcome is unknown (by the core).
+            if let Err(error) = unrecorded::record(&self.journal, &lease, &outcome).await {
+                // The rule for what happens next lives in `unrecorded`.
                 tracing::warn!(%error, state = %outcome.state(), "journal: result not recorded");
                 return Err(error.into());
             }

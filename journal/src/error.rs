@@ -49,7 +49,8 @@ pub enum JournalError {
     #[error("journal row is invalid: {0}")]
     InvalidRecord(String),
     /// The journal's schema cannot be used by this version of the crate: it is
-    /// newer (a later version migrated it), or a migration step failed.
+    /// newer (a later version migrated it), a migration step failed, or the
+    /// database refused the migration (no privilege to create the tables).
     #[error("journal schema: {0}")]
     Schema(String),
     /// The database did not answer in time: the SQLite write lock stayed taken
@@ -81,8 +82,21 @@ pub enum JournalError {
     /// A configuration value was rejected.
     #[error("invalid journal configuration: {0}")]
     InvalidConfig(String),
-    /// The database failed (I/O, connection lost, constraint, …).
-    #[error("journal storage failed")]
+    /// A journal file could not be created, opened or changed: which file, and
+    /// what was being done to it.
+    #[error("journal file {path}: {operation} failed: {source}")]
+    File {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What was being done (`"create"`, `"open"`, `"restrict to its owner"`).
+        operation: &'static str,
+        /// The failure.
+        #[source]
+        source: BoxError,
+    },
+    /// The database failed (I/O, connection lost, constraint, …); the message
+    /// carries the driver's.
+    #[error("journal storage failed: {0}")]
     Storage(#[source] BoxError),
 }
 
@@ -112,6 +126,18 @@ impl JournalError {
 
     pub(crate) fn storage(error: impl Into<BoxError>) -> Self {
         Self::Storage(error.into())
+    }
+
+    pub(crate) fn file<E: Into<BoxError>>(
+        path: &std::path::Path,
+        operation: &'static str,
+    ) -> impl FnOnce(E) -> Self {
+        let path = path.to_owned();
+        move |source| Self::File {
+            path,
+            operation,
+            source: source.into(),
+        }
     }
 
     pub(crate) fn lease_lost(key: &str, fence: i64) -> Self {

@@ -124,6 +124,7 @@ mod resume;
 mod row;
 mod state;
 mod store;
+mod unrecorded;
 mod worker;
 
 #[cfg(feature = "test-util")]

@@ -1,5 +1,6 @@
 //! Applies the PostgreSQL migrations under an advisory lock.
 
+use tokio_postgres::error::SqlState;
 use tokio_postgres::Client;
 
 use crate::error::JournalError;
@@ -24,6 +25,16 @@ const RECORD_VERSION: &str = "INSERT INTO journal_schema_versions (version, name
 /// privilege: only `SELECT` on `journal_schema_versions`.
 pub(super) async fn migrate(client: &mut Client) -> Result<u32, JournalError> {
     let tx = client.transaction().await.map_err(JournalError::storage)?;
+    let refused = |error: tokio_postgres::Error| {
+        if error.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE) {
+            JournalError::Schema(format!(
+                "the migration was refused (this role needs CREATE on the schema once, then \
+                 SELECT on journal_schema_versions): {error}"
+            ))
+        } else {
+            JournalError::storage(error)
+        }
+    };
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
         .await
         .map_err(JournalError::storage)?;
@@ -31,17 +42,15 @@ pub(super) async fn migrate(client: &mut Client) -> Result<u32, JournalError> {
         .query_one(VERSIONS_EXIST, &[])
         .await
         .and_then(|row| row.try_get(0))
-        .map_err(JournalError::storage)?;
+        .map_err(refused)?;
     if !exists {
-        tx.batch_execute(CREATE_VERSIONS)
-            .await
-            .map_err(JournalError::storage)?;
+        tx.batch_execute(CREATE_VERSIONS).await.map_err(refused)?;
     }
     let current: i32 = tx
         .query_one(CURRENT_VERSION, &[])
         .await
         .and_then(|row| row.try_get(0))
-        .map_err(JournalError::storage)?;
+        .map_err(refused)?;
     let steps = pending(POSTGRES, u32::try_from(current).unwrap_or(0))?;
     for step in steps {
         tx.batch_execute(step.sql)
@@ -50,7 +59,7 @@ pub(super) async fn migrate(client: &mut Client) -> Result<u32, JournalError> {
         let version = i32::try_from(step.version).unwrap_or(i32::MAX);
         tx.execute(RECORD_VERSION, &[&version, &step.name])
             .await
-            .map_err(JournalError::storage)?;
+            .map_err(refused)?;
     }
     tx.commit().await.map_err(JournalError::storage)?;
     Ok(steps

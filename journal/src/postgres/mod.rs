@@ -16,6 +16,8 @@
 
 mod connection;
 mod migrate;
+#[cfg(all(test, feature = "test-util"))]
+mod plan_tests;
 mod pool;
 mod queries;
 mod write_ahead;

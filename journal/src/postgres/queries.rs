@@ -68,7 +68,7 @@ const CLAIM: &str = concat!(
 /// `$1` owner, `$2` incarnation, `$3` unknown, `$4` in_flight, `$5` lease ms,
 /// `$6` key: one key, when nobody may be sending it (see
 /// `JournalStore::take_over`).
-const TAKE_OVER: &str = concat!(
+pub(super) const TAKE_OVER: &str = concat!(
     "WITH clock AS (SELECT ",
     now_ms!(),
     " AS ms)
@@ -83,7 +83,7 @@ const TAKE_OVER: &str = concat!(
 
 /// `$1` state, `$2` status, `$3` locator, `$4` detail, `$5` due in ms, `$6` key,
 /// `$7` fence, `$8` in_flight.
-const RECORD: &str = concat!(
+pub(super) const RECORD: &str = concat!(
     "UPDATE journal_intents
      SET state = $1, status = COALESCE($2, status), locator = $3, detail = $4,
          due_at_ms = ",
@@ -99,7 +99,7 @@ const RECORD: &str = concat!(
 pub(super) const XACT_STATUS: &str = "SELECT pg_xact_status($1::text::xid8)";
 
 /// `$1` key.
-const GET: &str = "SELECT * FROM journal_intents WHERE key = $1";
+pub(super) const GET: &str = "SELECT * FROM journal_intents WHERE key = $1";
 
 /// `$1` state, `$2` after created ms, `$3` after key, `$4` limit.
 const LIST: &str = "SELECT * FROM journal_intents
@@ -129,7 +129,7 @@ const BACKLOG: &str = concat!(
 );
 
 /// `$1` reason, `$2` key, `$3` abandoned, `$4` in_flight, `$5` unknown.
-const ABANDON: &str = concat!(
+pub(super) const ABANDON: &str = concat!(
     "UPDATE journal_intents
      SET state = $3, detail = $1, fence = fence + 1,
          lease_until_ms = NULL, due_at_ms = NULL, updated_ms = ",

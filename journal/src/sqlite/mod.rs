@@ -78,7 +78,8 @@ impl SqliteStoreBuilder {
     /// version.
     ///
     /// # Errors
-    /// [`JournalError::Storage`] when the file cannot be opened,
+    /// [`JournalError::File`] when the file cannot be created or opened (it names
+    /// the file and the step),
     /// [`JournalError::Schema`] when it cannot be migrated (or was migrated by a
     /// newer version of this crate), [`JournalError::Timeout`] when another
     /// connection held the write lock past the busy timeout.
@@ -86,11 +87,10 @@ impl SqliteStoreBuilder {
         let conn = match &self.path {
             Some(path) => {
                 file::prepare(path)?;
-                Connection::open(path)
+                Connection::open(path).map_err(JournalError::file(path, "open"))?
             }
-            None => Connection::open_in_memory(),
-        }
-        .map_err(JournalError::storage)?;
+            None => Connection::open_in_memory().map_err(JournalError::storage)?,
+        };
         let store = SqliteStore {
             conn: Arc::new(Mutex::new(conn)),
             busy_timeout: self.busy_timeout,

@@ -12,5 +12,6 @@ mod migrations;
 mod refused;
 mod restart;
 mod resume;
+mod same_key;
 mod support;
 mod timeouts;
