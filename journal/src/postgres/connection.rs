@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use tokio_postgres::{Client, Config, NoTls};
 
+use super::driver::driver;
 use super::migrate::migrate;
 use super::queries::Statements;
 use crate::error::JournalError;
@@ -46,7 +47,7 @@ pub(super) async fn connect(config: &Config, timeouts: Timeouts) -> Result<Live,
             operation: "connect",
             after: timeouts.connect,
         })?
-        .map_err(JournalError::storage)?;
+        .map_err(driver)?;
     tokio::spawn(async move {
         match connection.await {
             Ok(()) => {
@@ -71,11 +72,9 @@ pub(super) async fn prepare(
         client
             .batch_execute(&format!("SET statement_timeout = {millis}"))
             .await
-            .map_err(JournalError::storage)?;
+            .map_err(driver)?;
         migrate(client).await?;
-        Statements::prepare(client)
-            .await
-            .map_err(JournalError::storage)
+        Statements::prepare(client).await.map_err(driver)
     };
     // Migrating may wait on another worker's migration lock: allow it a while.
     let limit = timeouts.operation().saturating_mul(4);

@@ -15,6 +15,7 @@
 //! than the built-in `pg_advisory_xact_lock`.
 
 mod connection;
+mod driver;
 mod migrate;
 #[cfg(all(test, feature = "test-util"))]
 mod plan_tests;
@@ -41,6 +42,7 @@ use crate::state::IntentState::{Abandoned, Failed, InFlight, Succeeded, Unknown}
 use crate::store::{JournalStore, StoreFuture};
 use crate::worker::Worker;
 use connection::{prepare, Live, Timeouts};
+use driver::driver;
 use pool::Pool;
 
 /// The default [`PostgresStoreBuilder::connect_timeout`].
@@ -219,19 +221,19 @@ async fn bounded<T>(
     match tokio::time::timeout(timeouts.operation(), work).await {
         Err(_) => Err(timed_out),
         Ok(Err(error)) if error.code() == Some(&SqlState::QUERY_CANCELED) => Err(timed_out),
-        Ok(result) => result.map_err(JournalError::storage),
+        Ok(result) => result.map_err(driver),
     }
 }
 
 fn raw_row(row: &Row) -> Result<RawRow, JournalError> {
     let read = || -> Result<RawRow, tokio_postgres::Error> { Ok(read_row!(row, try_get)) };
-    read().map_err(JournalError::storage)
+    read().map_err(driver)
 }
 
 /// A row returned by a claim (`RETURNING t.*, clock.ms AS now_ms`).
 fn claimed(row: &Row, worker: &Worker) -> Result<Claimed, JournalError> {
     let record = raw_row(row)?.into_record()?;
-    let now: i64 = row.try_get("now_ms").map_err(JournalError::storage)?;
+    let now: i64 = row.try_get("now_ms").map_err(driver)?;
     Ok(Claimed {
         lease: Lease {
             key: record.key.clone(),
@@ -424,7 +426,7 @@ impl JournalStore for PostgresStore {
                     now: from_millis(row.try_get("now_ms")?),
                 })
             };
-            read().map_err(JournalError::storage)
+            read().map_err(driver)
         })
     }
 

@@ -13,6 +13,7 @@
 
 use tokio_postgres::types::ToSql;
 
+use super::driver::driver;
 use super::pool::{Pool, Pooled};
 use super::queries::XACT_STATUS;
 use crate::error::{BoxError, JournalError};
@@ -79,7 +80,7 @@ pub(super) async fn write_ahead(
         Ok(read) => read,
         Err(error) => {
             conn.discard();
-            return Err(JournalError::storage(error));
+            return Err(driver(error));
         }
     };
     match commit(pool, conn).await {
@@ -123,9 +124,8 @@ async fn status(pool: &Pool, xid: &str) -> Verdict {
             .client
             .query_one(XACT_STATUS, &[&xid])
             .await
-            .map_err(JournalError::storage)?;
-        row.try_get::<_, Option<String>>(0)
-            .map_err(JournalError::storage)
+            .map_err(driver)?;
+        row.try_get::<_, Option<String>>(0).map_err(driver)
     };
     let wait = pool.timeouts().operation();
     match tokio::time::timeout(wait, ask).await {
