@@ -2,10 +2,13 @@
 //!
 //! [`DurableExt::durable`] attaches a per-intent observer to a request. Its
 //! `started` hook runs after the key is decided and before the first byte leaves:
-//! it writes the intent ahead (`in_flight`, leased to this worker) and refuses the
-//! intent — nothing is sent — when that write fails, when the body is a stream, or
-//! when a POST/PATCH has no key. Its `ended` hook records the result under the
-//! lease (`succeeded`, `failed`, or `unknown` to be resumed).
+//! it writes the intent ahead (`in_flight`, leased to this worker), or joins the
+//! intent already journaled under the key (see `join`), and refuses the intent —
+//! nothing is sent — when that write provably did not commit, when the body is a
+//! stream, or when a POST/PATCH has no key; a write whose commit outcome is
+//! unknown refuses it as outcome unknown. Its `ended` hook records the result
+//! under the lease (`succeeded`, `failed`, or `unknown` to be resumed); for a
+//! result it could not record, see `unrecorded`.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -51,8 +54,20 @@ pub trait DurableExt {
     /// `send()` then fails without sending anything
     /// ([`reqwest_resilience::Error::is_observer_refused`]; the
     /// [`JournalError`] is its source, see [`journal_error`]) when the journal
-    /// write fails, the body is a stream, the key is already journaled, or a POST
-    /// or PATCH has no idempotency key.
+    /// write fails, the body is a stream, the key is journaled for an intent this
+    /// send cannot join ([`JournalError::KeyInUse`]), or a POST or PATCH has no
+    /// idempotency key. When the write may have committed
+    /// ([`JournalError::CommitUnknown`]) the error also says
+    /// [`is_outcome_unknown`](reqwest_resilience::Error::is_outcome_unknown): the
+    /// journal may still send the intent; retry only with the same key.
+    ///
+    /// A key already journaled for the same request is the same intent: the send
+    /// joins it (takes it over, waits for its sender, or — once it is terminal —
+    /// sends it again without a new row, and the server replays its answer).
+    ///
+    /// When the result cannot be recorded (after three tries), the caller still
+    /// gets its `Ok(response)`; the journal resends the intent under the same key
+    /// once its lease ends, until it records a terminal result.
     fn durable(self, journal: &Journal) -> Self;
 
     /// [`durable`](Self::durable) with per-intent settings.
