@@ -17,8 +17,8 @@ pub enum JournalError {
         /// The fencing counter this worker held.
         fence: i64,
     },
-    /// An intent with this key is already in the journal; resume it instead of
-    /// sending it again.
+    /// An intent with this key is already in the journal (the store's answer to
+    /// a second write-ahead; a durable send then joins that intent instead).
     #[error("an intent with key {key_prefix}… is already journaled")]
     DuplicateKey {
         /// The first characters of the key.

@@ -87,7 +87,9 @@
 //!   IMMEDIATE` transaction, a busy timeout.
 //! * [`PostgresStore`](https://docs.rs/reqwest-resilience-journal/latest/reqwest_resilience_journal/struct.PostgresStore.html) (feature `postgres`): a fleet of workers on one table,
 //!   claims with `FOR UPDATE SKIP LOCKED`, every timestamp from the database's
-//!   clock, connect and statement timeouts, reconnects when its connection ends.
+//!   clock, a pool of connections, connect and statement timeouts, reconnects
+//!   when a connection ends; a write-ahead whose `COMMIT` answer is lost is
+//!   resolved by its transaction's status, or reported as outcome unknown.
 //! * Your own [`JournalStore`]: prove it with the `conformance` suite (feature
 //!   `test-util`), the one both built-in backends pass.
 //!

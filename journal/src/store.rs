@@ -29,7 +29,9 @@ pub trait JournalStore: Send + Sync + 'static {
     ///
     /// # Errors
     /// [`JournalError::DuplicateKey`] when the key is already journaled;
-    /// [`JournalError::Storage`] when the write failed.
+    /// [`JournalError::Storage`] or [`JournalError::Timeout`] when the write
+    /// provably did not commit; [`JournalError::CommitUnknown`] when it may have
+    /// (its commit was sent and the answer lost, and the database could not say).
     fn write_ahead<'a>(
         &'a self,
         intent: &'a NewIntent,
