@@ -79,6 +79,20 @@ pub enum JournalError {
         #[source]
         marker: reqwest_resilience::CommitOutcomeUnknown,
     },
+    /// A durable send could not join the intent journaled under its key: another
+    /// sender held it past the longest wait, or the journal failed meanwhile.
+    /// That intent may still be sent, so the outcome is unknown (the core reads
+    /// the marker). Nothing was sent by this call; retry later with the same key.
+    #[error(
+        "could not join intent {key_prefix}…, which may still be sent; its outcome is unknown"
+    )]
+    JoinUnknown {
+        /// The first characters of the key.
+        key_prefix: String,
+        /// Why (the marker the core reads).
+        #[source]
+        marker: reqwest_resilience::CommitOutcomeUnknown,
+    },
     /// A configuration value was rejected.
     #[error("invalid journal configuration: {0}")]
     InvalidConfig(String),
@@ -144,6 +158,13 @@ impl JournalError {
         Self::LeaseLost {
             key_prefix: key_prefix(key),
             fence,
+        }
+    }
+
+    pub(crate) fn join_unknown(key: &str, cause: impl Into<BoxError>) -> Self {
+        Self::JoinUnknown {
+            key_prefix: key_prefix(key),
+            marker: reqwest_resilience::CommitOutcomeUnknown::new(cause),
         }
     }
 

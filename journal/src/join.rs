@@ -55,9 +55,23 @@ pub(crate) fn step(existing: &IntentRecord, new: &NewIntent, now: SystemTime) ->
 /// to send without one.
 ///
 /// # Errors
-/// [`JournalError::KeyInUse`] when the rule refuses; [`JournalError::CommitUnknown`]
-/// when another sender held it past the longest wait (its outcome is unknown).
+/// [`JournalError::KeyInUse`] when the rule refuses (this request is another
+/// intent: it is not sent); [`JournalError::JoinUnknown`] for anything else — a
+/// failing journal, or another sender holding the intent past the longest wait —
+/// since that intent may still be sent.
 pub(crate) async fn join(
+    journal: &Journal,
+    new: &NewIntent,
+    lease: Duration,
+) -> Result<Option<Lease>, JournalError> {
+    match join_or_fail(journal, new, lease).await {
+        Err(error @ JournalError::KeyInUse { .. }) => Err(error),
+        Err(error) => Err(JournalError::join_unknown(&new.key, error)),
+        Ok(joined) => Ok(joined),
+    }
+}
+
+async fn join_or_fail(
     journal: &Journal,
     new: &NewIntent,
     lease: Duration,
@@ -83,10 +97,9 @@ pub(crate) async fn join(
             }
         }
     }
-    Err(JournalError::commit_unknown(
-        &new.key,
-        format!("another sender held the intent for over {MAX_WAIT:?}"),
-    ))
+    Err(JournalError::storage(format!(
+        "another sender held the intent for over {MAX_WAIT:?}"
+    )))
 }
 
 #[cfg(test)]

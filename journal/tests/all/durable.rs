@@ -348,3 +348,109 @@ impl JournalStore for BrokenStore {
         Box::pin(async { Ok(0) })
     }
 }
+
+/// A journal whose reads fail: a send whose key is journaled cannot look at
+/// the intent it must join.
+#[derive(Clone)]
+struct UnreadableStore(SqliteStore);
+
+type Fut<'a, T> = reqwest_resilience_journal::StoreFuture<'a, T>;
+
+impl JournalStore for UnreadableStore {
+    fn write_ahead<'a>(
+        &'a self,
+        intent: &'a reqwest_resilience_journal::NewIntent,
+        worker: &'a reqwest_resilience_journal::Worker,
+        lease: Duration,
+    ) -> Fut<'a, reqwest_resilience_journal::Lease> {
+        self.0.write_ahead(intent, worker, lease)
+    }
+    fn claim<'a>(
+        &'a self,
+        worker: &'a reqwest_resilience_journal::Worker,
+        lease: Duration,
+        limit: usize,
+    ) -> Fut<'a, Vec<reqwest_resilience_journal::Claimed>> {
+        self.0.claim(worker, lease, limit)
+    }
+    fn take_over<'a>(
+        &'a self,
+        key: &'a str,
+        worker: &'a reqwest_resilience_journal::Worker,
+        lease: Duration,
+    ) -> Fut<'a, Option<reqwest_resilience_journal::Claimed>> {
+        self.0.take_over(key, worker, lease)
+    }
+    fn record<'a>(
+        &'a self,
+        lease: &'a reqwest_resilience_journal::Lease,
+        outcome: &'a reqwest_resilience_journal::Outcome,
+    ) -> Fut<'a, ()> {
+        self.0.record(lease, outcome)
+    }
+    fn get<'a>(&'a self, _: &'a str) -> Fut<'a, Option<reqwest_resilience_journal::IntentRecord>> {
+        Box::pin(async { Err(JournalError::Storage("disk I/O error".into())) })
+    }
+    fn list<'a>(
+        &'a self,
+        state: IntentState,
+        after: Option<&'a reqwest_resilience_journal::ListCursor>,
+        limit: usize,
+    ) -> Fut<'a, Vec<reqwest_resilience_journal::IntentRecord>> {
+        self.0.list(state, after, limit)
+    }
+    fn backlog<'a>(
+        &'a self,
+        worker: &'a reqwest_resilience_journal::Worker,
+    ) -> Fut<'a, reqwest_resilience_journal::Backlog> {
+        self.0.backlog(worker)
+    }
+    fn abandon<'a>(&'a self, key: &'a str, reason: &'a str) -> Fut<'a, bool> {
+        self.0.abandon(key, reason)
+    }
+    fn prune<'a>(&'a self, older_than: Duration) -> Fut<'a, u64> {
+        self.0.prune(older_than)
+    }
+}
+
+#[tokio::test]
+async fn a_send_that_cannot_join_the_journaled_intent_is_outcome_unknown() {
+    let store = SqliteStore::open_in_memory().unwrap();
+    // Another sender wrote the intent ahead and holds it.
+    let mut intent = reqwest_resilience_journal::NewIntent::new(
+        "held-1",
+        reqwest::Method::POST,
+        "http://127.0.0.1:9/payments",
+    );
+    intent.body = BODY.to_vec();
+    store
+        .write_ahead(
+            &intent,
+            &reqwest_resilience_journal::Worker::new("other"),
+            Duration::from_secs(3600),
+        )
+        .await
+        .unwrap();
+    let journal = Journal::new(UnreadableStore(store));
+    let server = Server::start().await;
+    let error = client(1)
+        .post(&server.url)
+        .idempotency_key("held-1")
+        .body(BODY)
+        .durable(&journal)
+        .send()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            journal_error(&error),
+            Some(JournalError::JoinUnknown { .. })
+        ),
+        "{error}"
+    );
+    assert!(
+        error.is_outcome_unknown(),
+        "the other sender may still send it: {error}"
+    );
+    assert!(server.seen().is_empty(), "nothing sent by this call");
+}
