@@ -131,6 +131,8 @@ impl JournalError {
         matches!(self, Self::CommitUnknown { .. })
     }
 
+    /// Only PostgreSQL's commit can lose its answer (SQLite's is awaited).
+    #[cfg(feature = "postgres")]
     pub(crate) fn commit_unknown(key: &str, cause: impl Into<BoxError>) -> Self {
         Self::CommitUnknown {
             key_prefix: key_prefix(key),
