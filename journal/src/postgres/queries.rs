@@ -12,6 +12,17 @@ macro_rules! now_ms {
     };
 }
 
+/// A condition kept out of index matching: the statement finds its row by the
+/// primary key alone, and checks this on that row. Written bare, a state check
+/// (`state = $8`) matches the listing index's first column (`state, created_ms,
+/// key`), and a generic plan made on a new table picks that index — then every
+/// update walks all open rows of that state.
+macro_rules! on_the_row {
+    ($condition:literal) => {
+        concat!("(", $condition, ") IS TRUE")
+    };
+}
+
 /// The rows worker `$1` (incarnation `$2`) may claim at `$now`: due `unknown`
 /// (`$3`) rows, ended `in_flight` (`$4`) leases, and leases its own name holds
 /// under another incarnation (a dead predecessor's).
@@ -91,7 +102,8 @@ pub(super) const RECORD: &str = concat!(
     " + $5, lease_until_ms = NULL, updated_ms = ",
     now_ms!(),
     "
-     WHERE key = $6 AND fence = $7 AND state = $8"
+     WHERE key = $6 AND fence = $7 AND ",
+    on_the_row!("state = $8")
 );
 
 /// `$1` a transaction id (`xid8` as text): `committed`, `aborted`, `in progress`,
@@ -135,7 +147,8 @@ pub(super) const ABANDON: &str = concat!(
          lease_until_ms = NULL, due_at_ms = NULL, updated_ms = ",
     now_ms!(),
     "
-     WHERE key = $2 AND state IN ($4, $5)"
+     WHERE key = $2 AND ",
+    on_the_row!("state IN ($4, $5)")
 );
 
 /// `$1` older than ms, `$2` succeeded, `$3` failed, `$4` abandoned.

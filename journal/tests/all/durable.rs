@@ -349,21 +349,42 @@ impl JournalStore for BrokenStore {
     }
 }
 
-/// A journal whose reads fail: a send whose key is journaled cannot look at
-/// the intent it must join.
-#[derive(Clone)]
-struct UnreadableStore(SqliteStore);
+/// A SQLite journal with injected faults: every read fails (`unreadable`), or
+/// the first `record_failures` terminal writes fail.
+struct FaultyStore {
+    inner: SqliteStore,
+    unreadable: bool,
+    record_failures: std::sync::atomic::AtomicUsize,
+}
+
+impl FaultyStore {
+    fn unreadable(inner: SqliteStore) -> Self {
+        Self {
+            inner,
+            unreadable: true,
+            record_failures: 0.into(),
+        }
+    }
+
+    fn failing_records(inner: SqliteStore, failures: usize) -> Self {
+        Self {
+            inner,
+            unreadable: false,
+            record_failures: failures.into(),
+        }
+    }
+}
 
 type Fut<'a, T> = reqwest_resilience_journal::StoreFuture<'a, T>;
 
-impl JournalStore for UnreadableStore {
+impl JournalStore for FaultyStore {
     fn write_ahead<'a>(
         &'a self,
         intent: &'a reqwest_resilience_journal::NewIntent,
         worker: &'a reqwest_resilience_journal::Worker,
         lease: Duration,
     ) -> Fut<'a, reqwest_resilience_journal::Lease> {
-        self.0.write_ahead(intent, worker, lease)
+        self.inner.write_ahead(intent, worker, lease)
     }
     fn claim<'a>(
         &'a self,
@@ -371,7 +392,7 @@ impl JournalStore for UnreadableStore {
         lease: Duration,
         limit: usize,
     ) -> Fut<'a, Vec<reqwest_resilience_journal::Claimed>> {
-        self.0.claim(worker, lease, limit)
+        self.inner.claim(worker, lease, limit)
     }
     fn take_over<'a>(
         &'a self,
@@ -379,17 +400,31 @@ impl JournalStore for UnreadableStore {
         worker: &'a reqwest_resilience_journal::Worker,
         lease: Duration,
     ) -> Fut<'a, Option<reqwest_resilience_journal::Claimed>> {
-        self.0.take_over(key, worker, lease)
+        self.inner.take_over(key, worker, lease)
     }
     fn record<'a>(
         &'a self,
         lease: &'a reqwest_resilience_journal::Lease,
         outcome: &'a reqwest_resilience_journal::Outcome,
     ) -> Fut<'a, ()> {
-        self.0.record(lease, outcome)
+        use std::sync::atomic::Ordering;
+        let fail = self
+            .record_failures
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if fail {
+            return Box::pin(async { Err(JournalError::Storage("connection reset".into())) });
+        }
+        self.inner.record(lease, outcome)
     }
-    fn get<'a>(&'a self, _: &'a str) -> Fut<'a, Option<reqwest_resilience_journal::IntentRecord>> {
-        Box::pin(async { Err(JournalError::Storage("disk I/O error".into())) })
+    fn get<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> Fut<'a, Option<reqwest_resilience_journal::IntentRecord>> {
+        if self.unreadable {
+            return Box::pin(async { Err(JournalError::Storage("disk I/O error".into())) });
+        }
+        self.inner.get(key)
     }
     fn list<'a>(
         &'a self,
@@ -397,19 +432,19 @@ impl JournalStore for UnreadableStore {
         after: Option<&'a reqwest_resilience_journal::ListCursor>,
         limit: usize,
     ) -> Fut<'a, Vec<reqwest_resilience_journal::IntentRecord>> {
-        self.0.list(state, after, limit)
+        self.inner.list(state, after, limit)
     }
     fn backlog<'a>(
         &'a self,
         worker: &'a reqwest_resilience_journal::Worker,
     ) -> Fut<'a, reqwest_resilience_journal::Backlog> {
-        self.0.backlog(worker)
+        self.inner.backlog(worker)
     }
     fn abandon<'a>(&'a self, key: &'a str, reason: &'a str) -> Fut<'a, bool> {
-        self.0.abandon(key, reason)
+        self.inner.abandon(key, reason)
     }
     fn prune<'a>(&'a self, older_than: Duration) -> Fut<'a, u64> {
-        self.0.prune(older_than)
+        self.inner.prune(older_than)
     }
 }
 
@@ -431,7 +466,7 @@ async fn a_send_that_cannot_join_the_journaled_intent_is_outcome_unknown() {
         )
         .await
         .unwrap();
-    let journal = Journal::new(UnreadableStore(store));
+    let journal = Journal::new(FaultyStore::unreadable(store));
     let server = Server::start().await;
     let error = client(1)
         .post(&server.url)
@@ -453,4 +488,32 @@ async fn a_send_that_cannot_join_the_journaled_intent_is_outcome_unknown() {
         "the other sender may still send it: {error}"
     );
     assert!(server.seen().is_empty(), "nothing sent by this call");
+}
+
+#[tokio::test]
+async fn a_terminal_write_that_fails_is_tried_again_before_it_is_left_unrecorded() {
+    let server = Server::start().await;
+    for (failures, recorded) in [(2, true), (3, false)] {
+        let key = format!("flaky-{failures}");
+        let journal = Journal::new(FaultyStore::failing_records(
+            SqliteStore::open_in_memory().unwrap(),
+            failures,
+        ));
+        let response = client(1)
+            .post(&server.url)
+            .idempotency_key(&key)
+            .body(BODY)
+            .durable(&journal)
+            .send()
+            .await
+            .expect("the caller keeps its response either way");
+        assert_eq!(response.status(), 201);
+        let row = journal.get(&key).await.unwrap().unwrap();
+        let expected = if recorded {
+            IntentState::Succeeded
+        } else {
+            IntentState::InFlight // resent under its key once the lease ends
+        };
+        assert_eq!(row.state, expected, "{failures} failed writes");
+    }
 }

@@ -446,7 +446,7 @@ const PG_RECORD: &str = "UPDATE journal_intents
      SET state = $1, status = COALESCE($2, status), locator = $3, detail = $4,
          due_at_ms = (extract(epoch FROM now()) * 1000)::bigint + $5, lease_until_ms = NULL,
          updated_ms = (extract(epoch FROM now()) * 1000)::bigint
-     WHERE key = $6 AND fence = $7 AND state = $8";
+     WHERE key = $6 AND fence = $7 AND (state = $8) IS TRUE";
 
 impl RawPostgres {
     async fn connect(conninfo: &str, connections: usize) -> RawPostgres {
