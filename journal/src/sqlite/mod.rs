@@ -6,6 +6,7 @@
 //! the same intent (the second waits on the busy timeout).
 
 mod file;
+mod integrity;
 mod migrate;
 mod queries;
 mod wal;
@@ -62,6 +63,7 @@ impl std::fmt::Debug for SqliteStore {
 pub struct SqliteStoreBuilder {
     path: Option<PathBuf>,
     busy_timeout: Duration,
+    check_on_open: bool,
 }
 
 impl SqliteStoreBuilder {
@@ -74,12 +76,22 @@ impl SqliteStoreBuilder {
         self
     }
 
+    /// Whether `open` checks the file's structure first (SQLite's `PRAGMA
+    /// quick_check`; default on): a damaged page is reported at once, naming
+    /// the file, instead of when a resume first reads it. It reads the whole
+    /// file: prune terminal rows to keep it short, or turn it off for a very
+    /// large journal.
+    pub fn check_on_open(mut self, check: bool) -> Self {
+        self.check_on_open = check;
+        self
+    }
+
     /// Opens (or creates) the journal and brings its schema to the latest
     /// version.
     ///
     /// # Errors
-    /// [`JournalError::File`] when the file cannot be created or opened (it names
-    /// the file and the step),
+    /// [`JournalError::File`] when the file cannot be created or opened, or is
+    /// damaged (it names the file and the step),
     /// [`JournalError::Schema`] when it cannot be migrated (or was migrated by a
     /// newer version of this crate), [`JournalError::Timeout`] when another
     /// connection held the write lock past the busy timeout.
@@ -98,7 +110,10 @@ impl SqliteStoreBuilder {
         store.with_conn(|conn| {
             conn.busy_timeout(store.busy_timeout)
                 .map_err(JournalError::storage)?;
-            if self.path.is_some() {
+            if let Some(path) = &self.path {
+                if self.check_on_open {
+                    integrity::check(conn, path)?;
+                }
                 wal::switch_to_wal(conn, store.busy_timeout)?;
             }
             conn.pragma_update(None, "synchronous", "FULL")
@@ -123,6 +138,7 @@ impl SqliteStore {
         SqliteStoreBuilder {
             path: Some(path.as_ref().to_owned()),
             busy_timeout: DEFAULT_BUSY_TIMEOUT,
+            check_on_open: true,
         }
     }
 
@@ -134,6 +150,7 @@ impl SqliteStore {
         SqliteStoreBuilder {
             path: None,
             busy_timeout: DEFAULT_BUSY_TIMEOUT,
+            check_on_open: false,
         }
         .open()
     }

@@ -148,3 +148,38 @@ fn a_file_that_cannot_be_created_is_named_in_the_error() {
     assert!(text.contains(&path.display().to_string()), "{text}");
     assert!(text.contains("create failed"), "{text}");
 }
+
+#[tokio::test]
+async fn a_damaged_page_mid_file_is_reported_when_the_journal_opens() {
+    let path = sqlite_path("damaged");
+    {
+        let store = SqliteStore::open(&path).unwrap();
+        for n in 0..200 {
+            let mut intent = payment(&format!("k{n}"));
+            intent.body = vec![b'x'; 1000];
+            store
+                .write_ahead(&intent, &Worker::new("w"), Duration::from_secs(60))
+                .await
+                .unwrap();
+        }
+    } // the last connection checkpoints the WAL into the file
+    let size = std::fs::metadata(&path).unwrap().len();
+    assert!(size > 20 * 4096, "several pages: {size}");
+    // Garbage over a page in the middle of the file.
+    let mut file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(10 * 4096)).unwrap();
+    file.write_all(&[0xA5; 4096]).unwrap();
+    drop(file);
+
+    let error = SqliteStore::open(&path).unwrap_err();
+    let text = error.to_string();
+    assert!(
+        text.starts_with(&format!("journal file {}: integrity check", path.display())),
+        "{text}"
+    );
+    // Turned off, the damage stays hidden until the page is read.
+    SqliteStore::builder(&path)
+        .check_on_open(false)
+        .open()
+        .expect("opens without the check");
+}
