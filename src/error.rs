@@ -10,6 +10,7 @@ use std::time::Duration;
 use http::{Method, StatusCode};
 
 use crate::attempt_log::{AttemptLog, AttemptOutcome, ShortDuration};
+use crate::commit_unknown::CommitOutcomeUnknown;
 use crate::failure::{self, TransportFailure};
 use crate::gate::GateRefusal;
 use crate::idempotency::{IdempotencyKey, InvalidKey};
@@ -170,10 +171,14 @@ impl Error {
         Self::nothing_sent(GiveUpReason::InvalidRequest, LastResult::ZeroDeadline)
     }
 
-    /// An observer refused the intent before its first byte; nothing was sent.
+    /// An observer refused the intent before its first byte; nothing was sent by
+    /// this call. When the refusal carries [`CommitOutcomeUnknown`] the observer's
+    /// own write may have committed (a journal may send the intent later under its
+    /// key), so the outcome is unknown.
     pub(crate) fn observer_refused(source: BoxError, log: AttemptLog) -> Self {
         let context = GiveUpContext {
             log,
+            outcome_unknown: CommitOutcomeUnknown::is_in_chain(source.as_ref()),
             ..GiveUpContext::nothing_sent()
         };
         Self::give_up(
@@ -263,8 +268,15 @@ impl Error {
         self.inner.reason == GiveUpReason::InvalidRequest
     }
 
-    /// An intent observer refused the intent before its first byte; nothing was
-    /// sent. [`source`](std::error::Error::source) is the observer's error.
+    /// An intent observer refused the intent before its first byte: this call sent
+    /// nothing. [`source`](std::error::Error::source) is the observer's error.
+    ///
+    /// Nothing will be sent later either — unless
+    /// [`is_outcome_unknown`](Self::is_outcome_unknown) is also true: then the
+    /// observer's own write may have committed ([`CommitOutcomeUnknown`], e.g. a
+    /// journal's write-ahead that timed out during its commit), the intent may
+    /// still be sent under [`idempotency_key`](Self::idempotency_key), and a retry
+    /// must use that key.
     pub fn is_observer_refused(&self) -> bool {
         self.inner.reason == GiveUpReason::ObserverRefused
     }
@@ -476,6 +488,11 @@ impl fmt::Display for Error {
                 _ => write!(f, "invalid request")?,
             },
             GiveUpReason::ObserverRefused => match &inner.last {
+                LastResult::Other(source) if inner.outcome_unknown => write!(
+                    f,
+                    "an intent observer could not confirm its write before sending (it may \
+                     still send the intent under its key): {source}"
+                )?,
                 LastResult::Other(source) => {
                     write!(f, "refused by an intent observer before sending: {source}")?
                 }

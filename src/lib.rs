@@ -172,6 +172,7 @@ mod budget;
 mod classify;
 mod client;
 mod clock;
+mod commit_unknown;
 mod deadline;
 mod decision;
 mod error;
@@ -212,6 +213,7 @@ pub use classify::{
 };
 pub use client::{RequestBuilder, ResilientClient, MAX_CONNECT_TIMEOUT};
 pub use clock::{Clock, SystemClock, VirtualClock};
+pub use commit_unknown::CommitOutcomeUnknown;
 pub use error::{BoxError, Error, GiveUpReason};
 pub use failure::TransportFailure;
 pub use gate::{Gate, GateRefusal, GateScope, RetryCause};

@@ -53,6 +53,7 @@ where
 {
     write_ahead_round_trips_every_field(fresh().await).await;
     a_key_is_journaled_once(fresh().await).await;
+    take_over_takes_only_what_nobody_may_be_sending(fresh().await).await;
     claims_take_due_unknown_and_expired_leases_only(fresh().await).await;
     concurrent_claims_are_disjoint(fresh().await).await;
     lease_lost_after_reclaim_drops_the_late_result(fresh().await).await;
@@ -116,6 +117,74 @@ pub async fn a_key_is_journaled_once(store: impl JournalStore) {
     assert!(error.to_string().contains("already journaled"), "{error}");
     let row = store.get("dup").await.unwrap().unwrap();
     assert_eq!(row.owner.as_deref(), Some("w1"), "the first write stays");
+}
+
+/// A check of the storage contract (see the module docs).
+pub async fn take_over_takes_only_what_nobody_may_be_sending(store: impl JournalStore) {
+    let live = store
+        .write_ahead(&payment("live"), &w("w1"), HOUR)
+        .await
+        .unwrap();
+    assert!(
+        store
+            .take_over("live", &w("w2"), HOUR)
+            .await
+            .unwrap()
+            .is_none(),
+        "a live lease is not taken over"
+    );
+    // Unknown, even before it is due: its caller is sending it again.
+    let mut later = unknown_now();
+    if let Outcome::Unknown { retry_in, .. } = &mut later {
+        *retry_in = HOUR;
+    }
+    store.record(&live, &later).await.unwrap();
+    let taken = store
+        .take_over("live", &w("w2"), HOUR)
+        .await
+        .unwrap()
+        .expect("an unknown intent is taken over");
+    assert_eq!((taken.record.fence, taken.record.runs), (2, 2));
+    assert_eq!(taken.record.state, IntentState::InFlight);
+    assert_eq!(taken.lease.fence, 2);
+    assert!(
+        store
+            .record(&live, &unknown_now())
+            .await
+            .unwrap_err()
+            .is_lease_lost(),
+        "the old lease is fenced off"
+    );
+    // An ended lease is taken over; a terminal row and a missing key are not.
+    store
+        .write_ahead(&payment("ended"), &w("w1"), Duration::ZERO)
+        .await
+        .unwrap();
+    assert!(store
+        .take_over("ended", &w("w2"), HOUR)
+        .await
+        .unwrap()
+        .is_some());
+    store
+        .record(
+            &taken.lease,
+            &Outcome::Succeeded {
+                status: 201,
+                locator: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert!(store
+        .take_over("live", &w("w3"), HOUR)
+        .await
+        .unwrap()
+        .is_none());
+    assert!(store
+        .take_over("missing", &w("w3"), HOUR)
+        .await
+        .unwrap()
+        .is_none());
 }
 
 /// A check of the storage contract (see the module docs).

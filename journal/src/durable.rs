@@ -2,10 +2,13 @@
 //!
 //! [`DurableExt::durable`] attaches a per-intent observer to a request. Its
 //! `started` hook runs after the key is decided and before the first byte leaves:
-//! it writes the intent ahead (`in_flight`, leased to this worker) and refuses the
-//! intent — nothing is sent — when that write fails, when the body is a stream, or
-//! when a POST/PATCH has no key. Its `ended` hook records the result under the
-//! lease (`succeeded`, `failed`, or `unknown` to be resumed).
+//! it writes the intent ahead (`in_flight`, leased to this worker), or joins the
+//! intent already journaled under the key (see `join`), and refuses the intent —
+//! nothing is sent — when that write provably did not commit, when the body is a
+//! stream, or when a POST/PATCH has no key; a write whose commit outcome is
+//! unknown refuses it as outcome unknown. Its `ended` hook records the result
+//! under the lease (`succeeded`, `failed`, or `unknown` to be resumed); for a
+//! result it could not record, see `unrecorded`.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -18,8 +21,10 @@ use reqwest_resilience::{
 
 use crate::error::JournalError;
 use crate::headers::defining_headers;
+use crate::join;
 use crate::journal::Journal;
 use crate::record::{Lease, NewIntent, Outcome};
+use crate::unrecorded;
 
 /// Per-intent settings of a durable send.
 #[derive(Debug, Clone, Default)]
@@ -49,8 +54,20 @@ pub trait DurableExt {
     /// `send()` then fails without sending anything
     /// ([`reqwest_resilience::Error::is_observer_refused`]; the
     /// [`JournalError`] is its source, see [`journal_error`]) when the journal
-    /// write fails, the body is a stream, the key is already journaled, or a POST
-    /// or PATCH has no idempotency key.
+    /// write fails, the body is a stream, the key is journaled for an intent this
+    /// send cannot join ([`JournalError::KeyInUse`]), or a POST or PATCH has no
+    /// idempotency key. When the write may have committed
+    /// ([`JournalError::CommitUnknown`]) the error also says
+    /// [`is_outcome_unknown`](reqwest_resilience::Error::is_outcome_unknown): the
+    /// journal may still send the intent; retry only with the same key.
+    ///
+    /// A key already journaled for the same request is the same intent: the send
+    /// joins it (takes it over, waits for its sender, or — once it is terminal —
+    /// sends it again without a new row, and the server replays its answer).
+    ///
+    /// When the result cannot be recorded (after three tries), the caller still
+    /// gets its `Ok(response)`; the journal resends the intent under the same key
+    /// once its lease ends, until it records a terminal result.
     fn durable(self, journal: &Journal) -> Self;
 
     /// [`durable`](Self::durable) with per-intent settings.
@@ -98,16 +115,21 @@ impl IntentObserver for DurableObserver {
     ) -> ObserverFuture<'a, Result<(), CoreBoxError>> {
         Box::pin(async move {
             let new = self.new_intent(intent)?;
-            let lease = self
+            let lease_for = self.journal.lease_for(new.deadline);
+            let written = self
                 .journal
                 .store()
-                .write_ahead(
-                    &new,
-                    self.journal.worker(),
-                    self.journal.lease_for(new.deadline),
-                )
-                .await?;
-            *self.lease.lock().unwrap_or_else(|e| e.into_inner()) = Some(lease);
+                .write_ahead(&new, self.journal.worker(), lease_for)
+                .await;
+            let lease = match written {
+                Ok(lease) => Some(lease),
+                // The same key is the same intent: join it.
+                Err(JournalError::DuplicateKey { .. }) => {
+                    join::join(&self.journal, &new, lease_for).await?
+                }
+                Err(error) => return Err(error.into()),
+            };
+            *self.lease.lock().unwrap_or_else(|e| e.into_inner()) = lease;
             Ok(())
         })
     }
@@ -119,10 +141,8 @@ impl IntentObserver for DurableObserver {
                 return Ok(()); // never written ahead
             };
             let outcome = first_run_outcome(end, self.journal.settings().unknown_retry_after);
-            if let Err(error) = self.journal.store().record(&lease, &outcome).await {
-                // The row stays in_flight until its lease expires; a resume then
-                // resends it with the same key, and the server replays its result.
-                // The caller is told the outcome is unknown (by the core).
+            if let Err(error) = unrecorded::record(&self.journal, &lease, &outcome).await {
+                // The rule for what happens next lives in `unrecorded`.
                 tracing::warn!(%error, state = %outcome.state(), "journal: result not recorded");
                 return Err(error.into());
             }

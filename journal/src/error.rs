@@ -17,12 +17,22 @@ pub enum JournalError {
         /// The fencing counter this worker held.
         fence: i64,
     },
-    /// An intent with this key is already in the journal; resume it instead of
-    /// sending it again.
+    /// An intent with this key is already in the journal (the store's answer to
+    /// a second write-ahead; a durable send then joins that intent instead).
     #[error("an intent with key {key_prefix}… is already journaled")]
     DuplicateKey {
         /// The first characters of the key.
         key_prefix: String,
+    },
+    /// A durable send's key is journaled for an intent it cannot join: another
+    /// request (method, URL or body) under the same key, an abandoned intent, or
+    /// one past the server's key retention. Nothing was sent.
+    #[error("key {key_prefix}… is journaled for an intent this send cannot join: {why}")]
+    KeyInUse {
+        /// The first characters of the key.
+        key_prefix: String,
+        /// Why the send cannot join it.
+        why: &'static str,
     },
     /// A durable intent needs its body in memory (bytes, a string, JSON, or a
     /// `body_fn` that yields bytes); a stream cannot be journaled.
@@ -39,7 +49,8 @@ pub enum JournalError {
     #[error("journal row is invalid: {0}")]
     InvalidRecord(String),
     /// The journal's schema cannot be used by this version of the crate: it is
-    /// newer (a later version migrated it), or a migration step failed.
+    /// newer (a later version migrated it), a migration step failed, or the
+    /// database refused the migration (no privilege to create the tables).
     #[error("journal schema: {0}")]
     Schema(String),
     /// The database did not answer in time: the SQLite write lock stayed taken
@@ -53,11 +64,53 @@ pub enum JournalError {
         /// The configured timeout.
         after: std::time::Duration,
     },
+    /// A write-ahead's commit was sent but its answer was lost (a timeout, a cut
+    /// connection), and the database could not say whether it committed (a
+    /// PostgreSQL transaction still waiting for a synchronous standby, or no
+    /// connection to ask). The intent may be resumed later under its key: the
+    /// durable send reports its outcome as unknown, never "nothing was sent";
+    /// retry it with the same key.
+    #[error("journal write-ahead of {key_prefix}… may have committed; its outcome is unknown")]
+    CommitUnknown {
+        /// The first characters of the key.
+        key_prefix: String,
+        /// Why the answer was lost (the core reads this marker: the durable send's
+        /// error then says [`is_outcome_unknown`](reqwest_resilience::Error::is_outcome_unknown)).
+        #[source]
+        marker: reqwest_resilience::CommitOutcomeUnknown,
+    },
+    /// A durable send could not join the intent journaled under its key: another
+    /// sender held it past the longest wait, or the journal failed meanwhile.
+    /// That intent may still be sent, so the outcome is unknown (the core reads
+    /// the marker). Nothing was sent by this call; retry later with the same key.
+    #[error(
+        "could not join intent {key_prefix}…, which may still be sent; its outcome is unknown"
+    )]
+    JoinUnknown {
+        /// The first characters of the key.
+        key_prefix: String,
+        /// Why (the marker the core reads).
+        #[source]
+        marker: reqwest_resilience::CommitOutcomeUnknown,
+    },
     /// A configuration value was rejected.
     #[error("invalid journal configuration: {0}")]
     InvalidConfig(String),
-    /// The database failed (I/O, connection lost, constraint, …).
-    #[error("journal storage failed")]
+    /// A journal file could not be created, opened or changed: which file, and
+    /// what was being done to it.
+    #[error("journal file {path}: {operation} failed: {source}")]
+    File {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What was being done (`"create"`, `"open"`, `"restrict to its owner"`).
+        operation: &'static str,
+        /// The failure.
+        #[source]
+        source: BoxError,
+    },
+    /// The database failed (I/O, connection lost, constraint, …); the message
+    /// carries the driver's.
+    #[error("journal storage failed: {0}")]
     Storage(#[source] BoxError),
 }
 
@@ -72,14 +125,55 @@ impl JournalError {
         matches!(self, Self::Timeout { .. })
     }
 
+    /// True when a write-ahead may have committed though it failed: the intent
+    /// may still be sent under its key.
+    pub fn is_commit_unknown(&self) -> bool {
+        matches!(self, Self::CommitUnknown { .. })
+    }
+
+    /// Only PostgreSQL's commit can lose its answer (SQLite's is awaited).
+    #[cfg(feature = "postgres")]
+    pub(crate) fn commit_unknown(key: &str, cause: impl Into<BoxError>) -> Self {
+        Self::CommitUnknown {
+            key_prefix: key_prefix(key),
+            marker: reqwest_resilience::CommitOutcomeUnknown::new(cause),
+        }
+    }
+
     pub(crate) fn storage(error: impl Into<BoxError>) -> Self {
         Self::Storage(error.into())
+    }
+
+    pub(crate) fn file<E: Into<BoxError>>(
+        path: &std::path::Path,
+        operation: &'static str,
+    ) -> impl FnOnce(E) -> Self {
+        let path = path.to_owned();
+        move |source| Self::File {
+            path,
+            operation,
+            source: source.into(),
+        }
     }
 
     pub(crate) fn lease_lost(key: &str, fence: i64) -> Self {
         Self::LeaseLost {
             key_prefix: key_prefix(key),
             fence,
+        }
+    }
+
+    pub(crate) fn join_unknown(key: &str, cause: impl Into<BoxError>) -> Self {
+        Self::JoinUnknown {
+            key_prefix: key_prefix(key),
+            marker: reqwest_resilience::CommitOutcomeUnknown::new(cause),
+        }
+    }
+
+    pub(crate) fn key_in_use(key: &str, why: &'static str) -> Self {
+        Self::KeyInUse {
+            key_prefix: key_prefix(key),
+            why,
         }
     }
 

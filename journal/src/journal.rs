@@ -8,14 +8,10 @@ use http::HeaderName;
 use crate::backlog::Backlog;
 use crate::error::JournalError;
 use crate::listing::{ListCursor, ListPage};
-use crate::record::IntentRecord;
+use crate::record::{IntentRecord, DEFAULT_RETENTION};
 use crate::state::IntentState;
 use crate::store::JournalStore;
 use crate::worker::Worker;
-
-/// How long a server is assumed to keep an idempotency key: 24 hours (Stripe's
-/// window) minus one hour, so a resend never races the server's expiry.
-pub const DEFAULT_RETENTION: Duration = Duration::from_secs(23 * 3600);
 
 /// A journal of durable intents: a [`JournalStore`] and its settings. Cheap to
 /// clone; clones share the store.

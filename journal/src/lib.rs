@@ -87,7 +87,9 @@
 //!   IMMEDIATE` transaction, a busy timeout.
 //! * [`PostgresStore`](https://docs.rs/reqwest-resilience-journal/latest/reqwest_resilience_journal/struct.PostgresStore.html) (feature `postgres`): a fleet of workers on one table,
 //!   claims with `FOR UPDATE SKIP LOCKED`, every timestamp from the database's
-//!   clock, connect and statement timeouts, reconnects when its connection ends.
+//!   clock, a pool of connections, connect and statement timeouts, reconnects
+//!   when a connection ends; a write-ahead whose `COMMIT` answer is lost is
+//!   resolved by its transaction's status, or reported as outcome unknown.
 //! * Your own [`JournalStore`]: prove it with the `conformance` suite (feature
 //!   `test-util`), the one both built-in backends pass.
 //!
@@ -115,6 +117,7 @@ mod backlog;
 mod durable;
 mod error;
 mod headers;
+mod join;
 mod journal;
 mod listing;
 mod migrations;
@@ -123,6 +126,7 @@ mod resume;
 mod row;
 mod state;
 mod store;
+mod unrecorded;
 mod worker;
 
 #[cfg(feature = "test-util")]
@@ -139,9 +143,9 @@ pub use backlog::Backlog;
 pub use durable::{journal_error, DurableExt, DurableOptions};
 pub use error::{BoxError, JournalError};
 pub use headers::ALWAYS_EXCLUDED;
-pub use journal::{Journal, JournalBuilder, DEFAULT_RETENTION};
+pub use journal::{Journal, JournalBuilder};
 pub use listing::{ListCursor, ListPage};
-pub use record::{Claimed, IntentRecord, Lease, NewIntent, Outcome};
+pub use record::{Claimed, IntentRecord, Lease, NewIntent, Outcome, DEFAULT_RETENTION};
 pub use resume::{ResumeHandle, ResumeReport, ResumeResult, Resumer};
 pub use state::{IntentState, UnknownState};
 pub use store::{JournalStore, StoreFuture};
@@ -149,7 +153,8 @@ pub use worker::Worker;
 
 #[cfg(feature = "postgres")]
 pub use postgres::{
-    PostgresStore, PostgresStoreBuilder, DEFAULT_CONNECT_TIMEOUT, DEFAULT_STATEMENT_TIMEOUT,
+    PostgresStore, PostgresStoreBuilder, DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE,
+    DEFAULT_STATEMENT_TIMEOUT,
 };
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteStore, SqliteStoreBuilder, DEFAULT_BUSY_TIMEOUT};

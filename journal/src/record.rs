@@ -6,6 +6,10 @@ use http::{HeaderMap, Method};
 
 use crate::state::IntentState;
 
+/// How long a server is assumed to keep an idempotency key: 24 hours (Stripe's
+/// window) minus one hour, so a resend never races the server's expiry.
+pub const DEFAULT_RETENTION: Duration = Duration::from_secs(23 * 3600);
+
 /// An intent about to be written ahead, before its first byte leaves.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -41,7 +45,7 @@ impl NewIntent {
             headers: HeaderMap::new(),
             body: Vec::new(),
             deadline: None,
-            retention: crate::journal::DEFAULT_RETENTION,
+            retention: DEFAULT_RETENTION,
         }
     }
 }

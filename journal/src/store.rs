@@ -29,7 +29,9 @@ pub trait JournalStore: Send + Sync + 'static {
     ///
     /// # Errors
     /// [`JournalError::DuplicateKey`] when the key is already journaled;
-    /// [`JournalError::Storage`] when the write failed.
+    /// [`JournalError::Storage`] or [`JournalError::Timeout`] when the write
+    /// provably did not commit; [`JournalError::CommitUnknown`] when it may have
+    /// (its commit was sent and the answer lost, and the database could not say).
     fn write_ahead<'a>(
         &'a self,
         intent: &'a NewIntent,
@@ -51,6 +53,21 @@ pub trait JournalStore: Send + Sync + 'static {
         lease: Duration,
         limit: usize,
     ) -> StoreFuture<'a, Vec<Claimed>>;
+
+    /// Takes over the intent `key` for `worker` when nobody may be sending it:
+    /// `unknown` (due or not — its caller is sending it again with its key), or
+    /// `in_flight` with an ended lease or a lease of `worker`'s name under another
+    /// incarnation. Like a claim, it raises the fence and runs by one. `None`
+    /// when the key is not journaled, terminal, or leased to a live sender.
+    ///
+    /// # Errors
+    /// [`JournalError::Storage`].
+    fn take_over<'a>(
+        &'a self,
+        key: &'a str,
+        worker: &'a Worker,
+        lease: Duration,
+    ) -> StoreFuture<'a, Option<Claimed>>;
 
     /// Records an outcome under a lease.
     ///

@@ -34,6 +34,8 @@ pub struct ThrowawayPostgres {
     port: u16,
     root: bool,
     durability: Durability,
+    /// Extra `-c name=value` options.
+    settings: String,
 }
 
 impl ThrowawayPostgres {
@@ -43,10 +45,39 @@ impl ThrowawayPostgres {
     /// When a step (`initdb`, `pg_ctl start`, …) fails or takes too long (each is
     /// bounded), with the step's name and its standard error.
     pub fn start(durability: Durability) -> Result<Option<Self>, BoxError> {
+        Self::start_with(durability, &[])
+    }
+
+    /// [`start`](Self::start) with server settings of the caller's (each
+    /// `name=value`, passed as `-c name=value`), kept across restarts: e.g.
+    /// `synchronous_standby_names=ghost` for a synchronous standby that never
+    /// answers (every commit with `synchronous_commit` on waits for it).
+    ///
+    /// # Errors
+    /// As [`start`](Self::start); a setting without `=` is refused.
+    pub fn start_with(durability: Durability, settings: &[&str]) -> Result<Option<Self>, BoxError> {
+        if let Some(bad) = settings
+            .iter()
+            .find(|s| !s.contains('=') || s.contains('\''))
+        {
+            return Err(
+                format!("a server setting must read name=value without quotes: {bad}").into(),
+            );
+        }
         let Some(bin) = find_binaries() else {
             return Ok(None);
         };
-        start_cluster(&bin, durability).map(Some)
+        let settings = settings
+            .iter()
+            .map(|s| format!("-c {s}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        start_cluster(&bin, durability, settings).map(Some)
+    }
+
+    /// The port the server listens on (127.0.0.1).
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
     /// A libpq-style connection string (`host=127.0.0.1 port=… user=postgres
@@ -60,10 +91,23 @@ impl ThrowawayPostgres {
     /// # Errors
     /// When `pg_ctl stop` fails or takes over 40 s.
     pub fn stop(&self) -> Result<(), BoxError> {
+        self.stop_in("fast")
+    }
+
+    /// Stops the server at once, as a crash would (`-m immediate`: no
+    /// checkpoint, the next start recovers from the WAL).
+    ///
+    /// # Errors
+    /// When `pg_ctl stop` fails or takes over 40 s.
+    pub fn stop_immediate(&self) -> Result<(), BoxError> {
+        self.stop_in("immediate")
+    }
+
+    fn stop_in(&self, mode: &str) -> Result<(), BoxError> {
         let mut stop = as_pg_user(self.root, &self.bin.join("pg_ctl"));
         stop.arg("-D")
             .arg(self.dir.join("data"))
-            .args(["-w", "-t", "30", "-m", "fast", "stop"]);
+            .args(["-w", "-t", "30", "-m", mode, "stop"]);
         run_bounded(stop, Duration::from_secs(40), "pg_ctl stop")
     }
 
@@ -72,7 +116,7 @@ impl ThrowawayPostgres {
     /// # Errors
     /// When `pg_ctl start` fails or takes over 75 s.
     pub fn restart(&self) -> Result<(), BoxError> {
-        let start = pg_ctl_start(self.root, &self.bin, &self.dir, self.port, self.durability);
+        let start = pg_ctl_start(self, self.port);
         run_bounded(start, Duration::from_secs(75), "pg_ctl start")
     }
 }
@@ -139,27 +183,32 @@ fn run_bounded(mut command: Command, limit: Duration, what: &str) -> Result<(), 
     }
 }
 
-fn pg_ctl_start(root: bool, bin: &Path, dir: &Path, port: u16, durability: Durability) -> Command {
-    let settings = match durability {
+fn pg_ctl_start(cluster: &ThrowawayPostgres, port: u16) -> Command {
+    let durability = match cluster.durability {
         Durability::Defaults => "",
         Durability::Off => "-c fsync=off -c synchronous_commit=off -c full_page_writes=off",
     };
-    let mut start = as_pg_user(root, &bin.join("pg_ctl"));
+    let mut start = as_pg_user(cluster.root, &cluster.bin.join("pg_ctl"));
     start
         .arg("-D")
-        .arg(dir.join("data"))
+        .arg(cluster.dir.join("data"))
         .arg("-l")
-        .arg(dir.join("server.log"))
+        .arg(cluster.dir.join("server.log"))
         .args(["-w", "-t", "60", "-o"])
         .arg(format!(
-            "-h 127.0.0.1 -p {port} -k {} {settings} -c max_connections=60",
-            dir.display()
+            "-h 127.0.0.1 -p {port} -k {} {durability} -c max_connections=60 {}",
+            cluster.dir.display(),
+            cluster.settings,
         ))
         .arg("start");
     start
 }
 
-fn start_cluster(bin: &Path, durability: Durability) -> Result<ThrowawayPostgres, BoxError> {
+fn start_cluster(
+    bin: &Path,
+    durability: Durability,
+    settings: String,
+) -> Result<ThrowawayPostgres, BoxError> {
     let root = is_root();
     if root {
         // The `postgres` user owns the cluster; create it on a machine without one.
@@ -206,8 +255,17 @@ fn start_cluster(bin: &Path, durability: Durability) -> Result<ThrowawayPostgres
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();
+    let cluster = ThrowawayPostgres {
+        conninfo: format!("host=127.0.0.1 port={port} user=postgres dbname=postgres"),
+        bin: bin.to_owned(),
+        dir: dir.clone(),
+        port,
+        root,
+        durability,
+        settings,
+    };
     run_bounded(
-        pg_ctl_start(root, bin, &dir, port, durability),
+        pg_ctl_start(&cluster, port),
         Duration::from_secs(75),
         "pg_ctl start",
     )?;
@@ -232,12 +290,5 @@ fn start_cluster(bin: &Path, durability: Durability) -> Result<ThrowawayPostgres
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()?;
-    Ok(ThrowawayPostgres {
-        conninfo: format!("host=127.0.0.1 port={port} user=postgres dbname=postgres"),
-        bin: bin.to_owned(),
-        dir,
-        port,
-        root,
-        durability,
-    })
+    Ok(cluster)
 }

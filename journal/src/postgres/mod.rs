@@ -15,8 +15,13 @@
 //! than the built-in `pg_advisory_xact_lock`.
 
 mod connection;
+mod driver;
 mod migrate;
+#[cfg(all(test, feature = "test-util"))]
+mod plan_tests;
+mod pool;
 mod queries;
+mod write_ahead;
 
 use std::future::Future;
 use std::time::Duration;
@@ -36,30 +41,49 @@ use crate::state::IntentState;
 use crate::state::IntentState::{Abandoned, Failed, InFlight, Succeeded, Unknown};
 use crate::store::{JournalStore, StoreFuture};
 use crate::worker::Worker;
-use connection::{Connection, Timeouts};
+use connection::{prepare, Live, Timeouts};
+use driver::driver;
+use pool::Pool;
 
 /// The default [`PostgresStoreBuilder::connect_timeout`].
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The default [`PostgresStoreBuilder::statement_timeout`].
 pub const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
+/// The default [`PostgresStoreBuilder::pool_size`]: enough for concurrent
+/// durable sends to commit in parallel (PostgreSQL groups their commits), few
+/// enough that a fleet of workers stays far below `max_connections` (100 by
+/// default).
+pub const DEFAULT_POOL_SIZE: usize = 8;
 
 /// A journal in a PostgreSQL table (`journal_intents` in the connection's
 /// `search_path`), shared by a fleet of workers.
 ///
-/// Clones share one connection (tokio-postgres pipelines concurrent queries).
-/// When it ends, the next operation connects again (operations in between fail
-/// fast; attempts after a failure back off from 100 ms to 5 s), and the log says
-/// so. Connects and statements are bounded by timeouts; see
-/// [`PostgresStore::builder`].
+/// Clones share a pool of connections ([`PostgresStoreBuilder::pool_size`]),
+/// made as concurrent operations need them; each operation has its connection
+/// to itself. A connection that ended is replaced by the next operation (at
+/// once; after a failed attempt, attempts back off from 100 ms to 5 s and
+/// operations in between fail fast), and the log says so. Connects and
+/// statements are bounded by timeouts; see [`PostgresStore::builder`].
+///
+/// # A write-ahead whose commit answer is lost
+/// Each write-ahead is its own transaction. When the answer to its `COMMIT` is
+/// lost (no answer within the statement timeout plus a second — e.g. a
+/// synchronous standby that lags — or a cut connection), the store asks the
+/// transaction's status (`pg_xact_status`) on another connection: committed, the
+/// write-ahead holds; aborted, it failed and nothing was written; still in
+/// progress or no answer, it fails with [`JournalError::CommitUnknown`] and the
+/// durable send reports its outcome as unknown. The store never lowers
+/// `synchronous_commit` or any other durability setting.
 #[derive(Clone)]
 pub struct PostgresStore {
-    conn: std::sync::Arc<Connection>,
+    pool: std::sync::Arc<Pool>,
 }
 
 impl std::fmt::Debug for PostgresStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PostgresStore")
-            .field("timeouts", &self.conn.timeouts())
+            .field("timeouts", &self.pool.timeouts())
+            .field("pool_size", &self.pool.size())
             .finish_non_exhaustive()
     }
 }
@@ -70,6 +94,7 @@ impl std::fmt::Debug for PostgresStore {
 pub struct PostgresStoreBuilder {
     config: String,
     timeouts: Timeouts,
+    pool_size: usize,
 }
 
 impl PostgresStoreBuilder {
@@ -84,9 +109,20 @@ impl PostgresStoreBuilder {
     /// 5 s): the server aborts a longer statement, nothing of it is committed,
     /// and the call fails with [`JournalError::Timeout`]. The client gives up one
     /// second later if the server does not answer at all. A durable send whose
-    /// write-ahead times out is refused: nothing is sent.
+    /// write-ahead statement times out is refused: nothing was written, nothing
+    /// is sent. A `COMMIT` that takes longer is resolved by its transaction's
+    /// status (see [`PostgresStore`]).
     pub fn statement_timeout(mut self, timeout: Duration) -> Self {
         self.timeouts.statement = timeout;
+        self
+    }
+
+    /// How many connections the store may hold (default [`DEFAULT_POOL_SIZE`],
+    /// 8): as many operations run at once; more wait for a free connection, at
+    /// most one statement timeout plus a second. One is made when the store
+    /// connects, the others when concurrent operations need them.
+    pub fn pool_size(mut self, size: usize) -> Self {
+        self.pool_size = size;
         self
     }
 
@@ -94,7 +130,7 @@ impl PostgresStoreBuilder {
     ///
     /// # Errors
     /// [`JournalError::InvalidConfig`] for a connection string that does not
-    /// parse or a zero timeout; [`JournalError::Storage`] or
+    /// parse, a zero timeout or a pool size of zero; [`JournalError::Storage`] or
     /// [`JournalError::Timeout`] when the connection fails;
     /// [`JournalError::Schema`] when the migration fails.
     pub async fn connect(self) -> Result<PostgresStore, JournalError> {
@@ -106,8 +142,13 @@ impl PostgresStoreBuilder {
                 "PostgreSQL timeouts must be above zero".to_owned(),
             ));
         }
+        if self.pool_size == 0 {
+            return Err(JournalError::InvalidConfig(
+                "the PostgreSQL pool size must be at least 1".to_owned(),
+            ));
+        }
         Ok(PostgresStore {
-            conn: std::sync::Arc::new(Connection::open(config, self.timeouts).await?),
+            pool: std::sync::Arc::new(Pool::open(config, self.timeouts, self.pool_size).await?),
         })
     }
 }
@@ -132,13 +173,15 @@ impl PostgresStore {
                 connect: DEFAULT_CONNECT_TIMEOUT,
                 statement: DEFAULT_STATEMENT_TIMEOUT,
             },
+            pool_size: DEFAULT_POOL_SIZE,
         }
     }
 
     /// Uses a connected client (its connection task already spawned) with the
     /// default statement timeout, and brings the schema to the latest version.
-    /// Such a store cannot reconnect: when the client's connection ends, every
-    /// operation fails.
+    /// Such a store has this one connection (operations take turns) and cannot
+    /// reconnect: when the client's connection ends, or a write-ahead's `COMMIT`
+    /// answer is lost, every later operation fails.
     ///
     /// # Errors
     /// [`JournalError::Storage`] or [`JournalError::Schema`] when the migration
@@ -148,8 +191,11 @@ impl PostgresStore {
             connect: DEFAULT_CONNECT_TIMEOUT,
             statement: DEFAULT_STATEMENT_TIMEOUT,
         };
+        let mut client = client;
+        let statements = prepare(&mut client, timeouts).await?;
+        let live = Live { client, statements };
         Ok(Self {
-            conn: std::sync::Arc::new(Connection::from_client(client, timeouts).await?),
+            pool: std::sync::Arc::new(Pool::around(live, timeouts)),
         })
     }
 
@@ -158,22 +204,46 @@ impl PostgresStore {
         &self,
         work: impl Future<Output = Result<T, tokio_postgres::Error>>,
     ) -> Result<T, JournalError> {
-        let timeouts = self.conn.timeouts();
-        let timed_out = JournalError::Timeout {
-            operation: "statement",
-            after: timeouts.statement,
-        };
-        match tokio::time::timeout(timeouts.operation(), work).await {
-            Err(_) => Err(timed_out),
-            Ok(Err(error)) if error.code() == Some(&SqlState::QUERY_CANCELED) => Err(timed_out),
-            Ok(result) => result.map_err(JournalError::storage),
-        }
+        bounded(self.pool.timeouts(), work).await
+    }
+}
+
+/// Runs one step bounded by the statement timeout (plus a second); a statement
+/// the server cancelled (`statement_timeout`) is a timeout too.
+async fn bounded<T>(
+    timeouts: Timeouts,
+    work: impl Future<Output = Result<T, tokio_postgres::Error>>,
+) -> Result<T, JournalError> {
+    let timed_out = JournalError::Timeout {
+        operation: "statement",
+        after: timeouts.statement,
+    };
+    match tokio::time::timeout(timeouts.operation(), work).await {
+        Err(_) => Err(timed_out),
+        Ok(Err(error)) if error.code() == Some(&SqlState::QUERY_CANCELED) => Err(timed_out),
+        Ok(result) => result.map_err(driver),
     }
 }
 
 fn raw_row(row: &Row) -> Result<RawRow, JournalError> {
     let read = || -> Result<RawRow, tokio_postgres::Error> { Ok(read_row!(row, try_get)) };
-    read().map_err(JournalError::storage)
+    read().map_err(driver)
+}
+
+/// A row returned by a claim (`RETURNING t.*, clock.ms AS now_ms`).
+fn claimed(row: &Row, worker: &Worker) -> Result<Claimed, JournalError> {
+    let record = raw_row(row)?.into_record()?;
+    let now: i64 = row.try_get("now_ms").map_err(driver)?;
+    Ok(Claimed {
+        lease: Lease {
+            key: record.key.clone(),
+            owner: worker.name().to_owned(),
+            fence: record.fence,
+            until: record.lease_until.unwrap_or_else(|| from_millis(now)),
+        },
+        record,
+        now: from_millis(now),
+    })
 }
 
 fn records(rows: &[Row]) -> Result<Vec<IntentRecord>, JournalError> {
@@ -188,32 +258,26 @@ impl JournalStore for PostgresStore {
         lease: Duration,
     ) -> StoreFuture<'a, Lease> {
         Box::pin(async move {
-            let live = self.conn.live().await?;
-            let rows = self
-                .bounded(live.client.query(
-                    &live.statements.write_ahead,
-                    &[
-                        &intent.key,
-                        &intent.key_on_wire,
-                        &intent.method.as_str(),
-                        &intent.url,
-                        &headers::encode(&intent.headers),
-                        &intent.body,
-                        &intent.deadline.map(duration_millis),
-                        &duration_millis(intent.retention),
-                        &worker.name(),
-                        &worker.incarnation(),
-                        &duration_millis(lease),
-                        &InFlight.as_str(),
-                    ],
-                ))
-                .await?;
-            let row = rows
-                .first()
-                .ok_or_else(|| JournalError::duplicate_key(&intent.key))?;
-            let until: i64 = row
-                .try_get("lease_until_ms")
-                .map_err(JournalError::storage)?;
+            let until = write_ahead::write_ahead(
+                &self.pool,
+                &intent.key,
+                &[
+                    &intent.key,
+                    &intent.key_on_wire,
+                    &intent.method.as_str(),
+                    &intent.url,
+                    &headers::encode(&intent.headers),
+                    &intent.body,
+                    &intent.deadline.map(duration_millis),
+                    &duration_millis(intent.retention),
+                    &worker.name(),
+                    &worker.incarnation(),
+                    &duration_millis(lease),
+                    &InFlight.as_str(),
+                ],
+            )
+            .await?
+            .ok_or_else(|| JournalError::duplicate_key(&intent.key))?;
             Ok(Lease {
                 key: intent.key.clone(),
                 owner: worker.name().to_owned(),
@@ -230,7 +294,7 @@ impl JournalStore for PostgresStore {
         limit: usize,
     ) -> StoreFuture<'a, Vec<Claimed>> {
         Box::pin(async move {
-            let live = self.conn.live().await?;
+            let live = self.pool.get().await?;
             let rows = self
                 .bounded(live.client.query(
                     &live.statements.claim,
@@ -244,29 +308,39 @@ impl JournalStore for PostgresStore {
                     ],
                 ))
                 .await?;
-            rows.iter()
-                .map(|row| {
-                    let record = raw_row(row)?.into_record()?;
-                    let now: i64 = row.try_get("now_ms").map_err(JournalError::storage)?;
-                    Ok(Claimed {
-                        lease: Lease {
-                            key: record.key.clone(),
-                            owner: worker.name().to_owned(),
-                            fence: record.fence,
-                            until: record.lease_until.unwrap_or_else(|| from_millis(now)),
-                        },
-                        record,
-                        now: from_millis(now),
-                    })
-                })
-                .collect()
+            rows.iter().map(|row| claimed(row, worker)).collect()
+        })
+    }
+
+    fn take_over<'a>(
+        &'a self,
+        key: &'a str,
+        worker: &'a Worker,
+        lease: Duration,
+    ) -> StoreFuture<'a, Option<Claimed>> {
+        Box::pin(async move {
+            let live = self.pool.get().await?;
+            let rows = self
+                .bounded(live.client.query(
+                    &live.statements.take_over,
+                    &[
+                        &worker.name(),
+                        &worker.incarnation(),
+                        &Unknown.as_str(),
+                        &InFlight.as_str(),
+                        &duration_millis(lease),
+                        &key,
+                    ],
+                ))
+                .await?;
+            rows.first().map(|row| claimed(row, worker)).transpose()
         })
     }
 
     fn record<'a>(&'a self, lease: &'a Lease, outcome: &'a Outcome) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             let (status, locator, detail, due_in) = outcome.columns();
-            let live = self.conn.live().await?;
+            let live = self.pool.get().await?;
             let updated = self
                 .bounded(live.client.execute(
                     &live.statements.record,
@@ -291,7 +365,7 @@ impl JournalStore for PostgresStore {
 
     fn get<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<IntentRecord>> {
         Box::pin(async move {
-            let live = self.conn.live().await?;
+            let live = self.pool.get().await?;
             let rows = self
                 .bounded(live.client.query(&live.statements.get, &[&key]))
                 .await?;
@@ -308,7 +382,7 @@ impl JournalStore for PostgresStore {
         Box::pin(async move {
             let start = ListCursor::start();
             let after = after.unwrap_or(&start);
-            let live = self.conn.live().await?;
+            let live = self.pool.get().await?;
             let rows = self
                 .bounded(live.client.query(
                     &live.statements.list,
@@ -326,7 +400,7 @@ impl JournalStore for PostgresStore {
 
     fn backlog<'a>(&'a self, worker: &'a Worker) -> StoreFuture<'a, Backlog> {
         Box::pin(async move {
-            let live = self.conn.live().await?;
+            let live = self.pool.get().await?;
             let row = self
                 .bounded(live.client.query_one(
                     &live.statements.backlog,
@@ -352,13 +426,13 @@ impl JournalStore for PostgresStore {
                     now: from_millis(row.try_get("now_ms")?),
                 })
             };
-            read().map_err(JournalError::storage)
+            read().map_err(driver)
         })
     }
 
     fn abandon<'a>(&'a self, key: &'a str, reason: &'a str) -> StoreFuture<'a, bool> {
         Box::pin(async move {
-            let live = self.conn.live().await?;
+            let live = self.pool.get().await?;
             let updated = self
                 .bounded(live.client.execute(
                     &live.statements.abandon,
@@ -377,7 +451,7 @@ impl JournalStore for PostgresStore {
 
     fn prune<'a>(&'a self, older_than: Duration) -> StoreFuture<'a, u64> {
         Box::pin(async move {
-            let live = self.conn.live().await?;
+            let live = self.pool.get().await?;
             self.bounded(live.client.execute(
                 &live.statements.prune,
                 &[

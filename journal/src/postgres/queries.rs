@@ -12,6 +12,17 @@ macro_rules! now_ms {
     };
 }
 
+/// A condition kept out of index matching: the statement finds its row by the
+/// primary key alone, and checks this on that row. Written bare, a state check
+/// (`state = $8`) matches the listing index's first column (`state, created_ms,
+/// key`), and a generic plan made on a new table picks that index — then every
+/// update walks all open rows of that state.
+macro_rules! on_the_row {
+    ($condition:literal) => {
+        concat!("(", $condition, ") IS TRUE")
+    };
+}
+
 /// The rows worker `$1` (incarnation `$2`) may claim at `$now`: due `unknown`
 /// (`$3`) rows, ended `in_flight` (`$4`) leases, and leases its own name holds
 /// under another incarnation (a dead predecessor's).
@@ -29,7 +40,8 @@ macro_rules! claimable {
 
 /// `$1` key, `$2` key_on_wire, `$3` method, `$4` url, `$5` headers, `$6` body,
 /// `$7` deadline ms, `$8` retention ms, `$9` owner, `$10` incarnation, `$11` lease
-/// ms, `$12` in_flight.
+/// ms, `$12` in_flight. Run inside a transaction: it also returns the
+/// transaction's id, to ask its status if the answer to `COMMIT` is lost.
 const WRITE_AHEAD: &str = concat!(
     "INSERT INTO journal_intents (key, key_on_wire, method, url, headers, body,
         deadline_ms, retention_end_ms, state, owner, incarnation, lease_until_ms, fence, runs,
@@ -39,7 +51,7 @@ const WRITE_AHEAD: &str = concat!(
     now_ms!(),
     " AS ms) c
      ON CONFLICT (key) DO NOTHING
-     RETURNING lease_until_ms"
+     RETURNING lease_until_ms, pg_current_xact_id()::text AS xid"
 );
 
 /// `$1` owner, `$2` incarnation, `$3` unknown, `$4` in_flight, `$5` lease ms,
@@ -64,9 +76,25 @@ const CLAIM: &str = concat!(
      RETURNING t.*, clock.ms AS now_ms"
 );
 
+/// `$1` owner, `$2` incarnation, `$3` unknown, `$4` in_flight, `$5` lease ms,
+/// `$6` key: one key, when nobody may be sending it (see
+/// `JournalStore::take_over`).
+pub(super) const TAKE_OVER: &str = concat!(
+    "WITH clock AS (SELECT ",
+    now_ms!(),
+    " AS ms)
+     UPDATE journal_intents t
+     SET state = $4, owner = $1, incarnation = $2, lease_until_ms = clock.ms + $5,
+         fence = t.fence + 1, runs = t.runs + 1, due_at_ms = NULL, updated_ms = clock.ms
+     FROM clock
+     WHERE t.key = $6 AND (t.state = $3 OR (t.state = $4 AND (t.lease_until_ms <= clock.ms
+         OR (t.owner = $1 AND t.incarnation IS DISTINCT FROM $2))))
+     RETURNING t.*, clock.ms AS now_ms"
+);
+
 /// `$1` state, `$2` status, `$3` locator, `$4` detail, `$5` due in ms, `$6` key,
 /// `$7` fence, `$8` in_flight.
-const RECORD: &str = concat!(
+pub(super) const RECORD: &str = concat!(
     "UPDATE journal_intents
      SET state = $1, status = COALESCE($2, status), locator = $3, detail = $4,
          due_at_ms = ",
@@ -74,11 +102,16 @@ const RECORD: &str = concat!(
     " + $5, lease_until_ms = NULL, updated_ms = ",
     now_ms!(),
     "
-     WHERE key = $6 AND fence = $7 AND state = $8"
+     WHERE key = $6 AND fence = $7 AND ",
+    on_the_row!("state = $8")
 );
 
+/// `$1` a transaction id (`xid8` as text): `committed`, `aborted`, `in progress`,
+/// or NULL when it is too old to know.
+pub(super) const XACT_STATUS: &str = "SELECT pg_xact_status($1::text::xid8)";
+
 /// `$1` key.
-const GET: &str = "SELECT * FROM journal_intents WHERE key = $1";
+pub(super) const GET: &str = "SELECT * FROM journal_intents WHERE key = $1";
 
 /// `$1` state, `$2` after created ms, `$3` after key, `$4` limit.
 const LIST: &str = "SELECT * FROM journal_intents
@@ -108,13 +141,14 @@ const BACKLOG: &str = concat!(
 );
 
 /// `$1` reason, `$2` key, `$3` abandoned, `$4` in_flight, `$5` unknown.
-const ABANDON: &str = concat!(
+pub(super) const ABANDON: &str = concat!(
     "UPDATE journal_intents
      SET state = $3, detail = $1, fence = fence + 1,
          lease_until_ms = NULL, due_at_ms = NULL, updated_ms = ",
     now_ms!(),
     "
-     WHERE key = $2 AND state IN ($4, $5)"
+     WHERE key = $2 AND ",
+    on_the_row!("state IN ($4, $5)")
 );
 
 /// `$1` older than ms, `$2` succeeded, `$3` failed, `$4` abandoned.
@@ -130,6 +164,7 @@ const PRUNE: &str = concat!(
 pub(super) struct Statements {
     pub(super) write_ahead: Statement,
     pub(super) claim: Statement,
+    pub(super) take_over: Statement,
     pub(super) record: Statement,
     pub(super) get: Statement,
     pub(super) list: Statement,
@@ -143,6 +178,7 @@ impl Statements {
         Ok(Self {
             write_ahead: client.prepare(WRITE_AHEAD).await?,
             claim: client.prepare(CLAIM).await?,
+            take_over: client.prepare(TAKE_OVER).await?,
             record: client.prepare(RECORD).await?,
             get: client.prepare(GET).await?,
             list: client.prepare(LIST).await?,

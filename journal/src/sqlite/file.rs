@@ -1,59 +1,107 @@
 //! The journal file is its owner's only: it holds idempotency keys and request
 //! bodies verbatim.
 //!
-//! On Unix a new journal file is created here, mode 0600, before SQLite opens it
-//! (whatever the umask: the mode is set explicitly after creation). SQLite then
-//! creates the `-wal` and `-shm` files with the main file's permissions. An
-//! existing file (the journal or its `-wal`/`-shm`) that others may read or write
-//! is left as it is — another process may rely on it — and reported with a
-//! `tracing` warning at `open`.
+//! On Unix the journal file and its `-wal` and `-shm` files are created here,
+//! mode 0600, before SQLite opens the journal (whatever the umask: the mode is
+//! set explicitly after creation) — for a plain path and for a `file:` URI
+//! alike. SQLite would create the `-wal` and `-shm` files with the main file's
+//! permissions; made first, they stay owner-only even beside an existing main
+//! file open to others. An existing file (the journal or its `-wal`/`-shm`) that
+//! others may read or write is left as it is — another process may rely on it —
+//! and each is named in a `tracing` warning at `open`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::JournalError;
 
-/// Paths SQLite does not treat as a file name of ours.
-fn is_special(path: &Path) -> bool {
+/// The file a journal path names: the path itself, the path inside a `file:`
+/// URI (`file:name.db?mode=rwc`, `file:///abs/name.db`), or `None` for an
+/// in-memory database or an empty path (no file of ours).
+pub(super) fn file_of(path: &Path) -> Option<PathBuf> {
     let text = path.to_string_lossy();
-    text.is_empty() || text == ":memory:" || text.starts_with("file:")
+    if text.is_empty() || text == ":memory:" {
+        return None;
+    }
+    let Some(uri) = text.strip_prefix("file:") else {
+        return Some(path.to_owned());
+    };
+    let (name, query) = uri.split_once('?').unwrap_or((uri, ""));
+    let name = name.split('#').next().unwrap_or_default();
+    let in_memory = query.split('&').any(|pair| pair == "mode=memory");
+    // `file://host/path`: SQLite accepts only an empty host or `localhost`.
+    let name = match name.strip_prefix("//") {
+        Some(rest) => rest.strip_prefix("localhost").unwrap_or(rest),
+        None => name,
+    };
+    let name = percent_decode(name);
+    if in_memory || name.is_empty() || name == ":memory:" {
+        return None;
+    }
+    Some(PathBuf::from(name))
 }
 
-/// Creates the journal file owner-only if it does not exist; warns about any
-/// existing journal file that is open to others.
+/// `%XX` escapes decoded, as SQLite decodes a URI's path.
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Creates the journal file and its `-wal`/`-shm` owner-only where they do not
+/// exist; warns about each existing one that is open to others.
 #[cfg(unix)]
 pub(super) fn prepare(path: &Path) -> Result<(), JournalError> {
     use std::fs::{OpenOptions, Permissions};
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 
-    if is_special(path) {
+    let Some(main) = file_of(path) else {
         return Ok(());
-    }
-    match OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-    {
-        // The umask may have narrowed the mode; make it exactly 0600.
-        Ok(file) => file
-            .set_permissions(Permissions::from_mode(0o600))
-            .map_err(JournalError::storage)?,
-        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(error) => return Err(JournalError::storage(error)),
-    }
+    };
     for suffix in ["", "-wal", "-shm"] {
-        let file = format!("{}{suffix}", path.display());
-        let Ok(metadata) = std::fs::metadata(&file) else {
-            continue;
-        };
-        let mode = metadata.permissions().mode() & 0o777;
-        if mode & 0o077 != 0 {
-            tracing::warn!(
-                file = %file,
-                mode = %format!("{mode:o}"),
-                "journal: the file is open to other users and holds idempotency keys and \
-                 request bodies; restrict it (chmod 600)"
-            );
+        let mut name = main.clone().into_os_string();
+        name.push(suffix);
+        let file = PathBuf::from(name);
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&file)
+        {
+            // The umask may have narrowed the mode; make it exactly 0600.
+            Ok(created) => created
+                .set_permissions(Permissions::from_mode(0o600))
+                .map_err(JournalError::file(&file, "restrict to its owner"))?,
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+                let metadata =
+                    std::fs::metadata(&file).map_err(JournalError::file(&file, "inspect"))?;
+                let mode = metadata.permissions().mode() & 0o777;
+                if mode & 0o077 != 0 {
+                    tracing::warn!(
+                        file = %file.display(),
+                        mode = %format!("{mode:o}"),
+                        "journal: the file is open to other users and holds idempotency keys \
+                         and request bodies; restrict it (chmod 600)"
+                    );
+                }
+            }
+            Err(error) => return Err(JournalError::file(&file, "create")(error)),
         }
     }
     Ok(())
@@ -63,4 +111,32 @@ pub(super) fn prepare(path: &Path) -> Result<(), JournalError> {
 #[cfg(not(unix))]
 pub(super) fn prepare(_path: &Path) -> Result<(), JournalError> {
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_file_a_path_names() {
+        let table: [(&str, Option<&str>); 10] = [
+            ("journal.sqlite", Some("journal.sqlite")),
+            ("/var/lib/app/j.db", Some("/var/lib/app/j.db")),
+            (":memory:", None),
+            ("", None),
+            ("file:j.db", Some("j.db")),
+            ("file:j.db?mode=rwc&cache=shared", Some("j.db")),
+            ("file:///var/lib/j%20x.db", Some("/var/lib/j x.db")),
+            ("file://localhost/var/lib/j.db", Some("/var/lib/j.db")),
+            ("file:j.db?mode=memory", None),
+            ("file::memory:", None),
+        ];
+        for (path, expected) in table {
+            assert_eq!(
+                file_of(Path::new(path)),
+                expected.map(PathBuf::from),
+                "{path}"
+            );
+        }
+    }
 }

@@ -6,6 +6,7 @@
 //! the same intent (the second waits on the busy timeout).
 
 mod file;
+mod integrity;
 mod migrate;
 mod queries;
 mod wal;
@@ -62,6 +63,7 @@ impl std::fmt::Debug for SqliteStore {
 pub struct SqliteStoreBuilder {
     path: Option<PathBuf>,
     busy_timeout: Duration,
+    check_on_open: bool,
 }
 
 impl SqliteStoreBuilder {
@@ -74,11 +76,22 @@ impl SqliteStoreBuilder {
         self
     }
 
+    /// Whether `open` checks the file's structure first (SQLite's `PRAGMA
+    /// quick_check`; default on): a damaged page is reported at once, naming
+    /// the file, instead of when a resume first reads it. It reads the whole
+    /// file: prune terminal rows to keep it short, or turn it off for a very
+    /// large journal.
+    pub fn check_on_open(mut self, check: bool) -> Self {
+        self.check_on_open = check;
+        self
+    }
+
     /// Opens (or creates) the journal and brings its schema to the latest
     /// version.
     ///
     /// # Errors
-    /// [`JournalError::Storage`] when the file cannot be opened,
+    /// [`JournalError::File`] when the file cannot be created or opened, or is
+    /// damaged (it names the file and the step),
     /// [`JournalError::Schema`] when it cannot be migrated (or was migrated by a
     /// newer version of this crate), [`JournalError::Timeout`] when another
     /// connection held the write lock past the busy timeout.
@@ -86,11 +99,10 @@ impl SqliteStoreBuilder {
         let conn = match &self.path {
             Some(path) => {
                 file::prepare(path)?;
-                Connection::open(path)
+                Connection::open(path).map_err(JournalError::file(path, "open"))?
             }
-            None => Connection::open_in_memory(),
-        }
-        .map_err(JournalError::storage)?;
+            None => Connection::open_in_memory().map_err(JournalError::storage)?,
+        };
         let store = SqliteStore {
             conn: Arc::new(Mutex::new(conn)),
             busy_timeout: self.busy_timeout,
@@ -98,7 +110,10 @@ impl SqliteStoreBuilder {
         store.with_conn(|conn| {
             conn.busy_timeout(store.busy_timeout)
                 .map_err(JournalError::storage)?;
-            if self.path.is_some() {
+            if let Some(path) = &self.path {
+                if self.check_on_open {
+                    integrity::check(conn, path)?;
+                }
                 wal::switch_to_wal(conn, store.busy_timeout)?;
             }
             conn.pragma_update(None, "synchronous", "FULL")
@@ -123,6 +138,7 @@ impl SqliteStore {
         SqliteStoreBuilder {
             path: Some(path.as_ref().to_owned()),
             busy_timeout: DEFAULT_BUSY_TIMEOUT,
+            check_on_open: true,
         }
     }
 
@@ -134,6 +150,7 @@ impl SqliteStore {
         SqliteStoreBuilder {
             path: None,
             busy_timeout: DEFAULT_BUSY_TIMEOUT,
+            check_on_open: false,
         }
         .open()
     }
@@ -312,6 +329,52 @@ impl JournalStore for SqliteStore {
             }
             tx.commit().map_err(JournalError::storage)?;
             Ok(claimed)
+        })
+    }
+
+    fn take_over<'a>(
+        &'a self,
+        key: &'a str,
+        worker: &'a Worker,
+        lease: Duration,
+    ) -> StoreFuture<'a, Option<Claimed>> {
+        let key = key.to_owned();
+        let worker = worker.clone();
+        self.run(move |conn, now| {
+            let until = now.saturating_add(duration_millis(lease));
+            let raw = conn
+                .prepare_cached(queries::TAKE_OVER)
+                .and_then(|mut statement| {
+                    statement
+                        .query_row(
+                            named_params! {
+                                ":in_flight": InFlight.as_str(),
+                                ":unknown": Unknown.as_str(),
+                                ":owner": worker.name(),
+                                ":incarnation": worker.incarnation(),
+                                ":lease_until_ms": until,
+                                ":now": now,
+                                ":key": key,
+                            },
+                            raw_row,
+                        )
+                        .optional()
+                })
+                .map_err(JournalError::storage)?;
+            let Some(raw) = raw else {
+                return Ok(None);
+            };
+            let record = raw.into_record()?;
+            Ok(Some(Claimed {
+                lease: Lease {
+                    key: record.key.clone(),
+                    owner: worker.name().to_owned(),
+                    fence: record.fence,
+                    until: from_millis(until),
+                },
+                record,
+                now: from_millis(now),
+            }))
         })
     }
 

@@ -35,6 +35,17 @@ pub(super) const CLAIM_ONE: &str = "
     WHERE key = :key
     RETURNING *";
 
+/// One key, when nobody may be sending it (see `JournalStore::take_over`).
+pub(super) const TAKE_OVER: &str = "
+    UPDATE journal_intents
+    SET state = :in_flight, owner = :owner, incarnation = :incarnation,
+        lease_until_ms = :lease_until_ms, fence = fence + 1, runs = runs + 1,
+        due_at_ms = NULL, updated_ms = :now
+    WHERE key = :key AND (state = :unknown
+        OR (state = :in_flight AND (lease_until_ms <= :now
+            OR (owner = :owner AND incarnation IS NOT :incarnation))))
+    RETURNING *";
+
 pub(super) const RECORD: &str = "
     UPDATE journal_intents
     SET state = :state, status = COALESCE(:status, status), locator = :locator,

@@ -15,6 +15,7 @@ async fn child_entry() {
     };
     match role.as_str() {
         "crash" => crash_child().await,
+        "commit_loop" => commit_loop_child().await,
         "restart" => crate::restart::restart_child().await,
         #[cfg(feature = "postgres")]
         "fleet" => crate::fleet::worker_process().await,
@@ -40,4 +41,33 @@ async fn crash_child() {
         .await;
     // Only reached if the parent failed to kill us in time.
     println!("crash child ended: {:?}", outcome.map(|r| r.status()));
+}
+
+/// The prefix of the keys the commit-loop child writes ahead.
+pub const LOOP_PREFIX_ENV: &str = "JOURNAL_TEST_LOOP_PREFIX";
+
+/// Writes intents ahead as fast as it can, printing each key once its
+/// write-ahead returned, until the parent kills it (bounded: 100 000 keys).
+async fn commit_loop_child() {
+    use std::io::Write;
+
+    use reqwest_resilience_journal::conformance::payment;
+    use reqwest_resilience_journal::{JournalStore, SqliteStore, Worker};
+
+    let Backend::Sqlite(path) = Backend::from_env() else {
+        panic!("the commit loop runs on SQLite");
+    };
+    let prefix = std::env::var(LOOP_PREFIX_ENV).unwrap();
+    let store = SqliteStore::open(&path).expect("open SQLite");
+    let worker = Worker::new("commit-loop");
+    let mut out = std::io::stdout().lock();
+    for n in 0..100_000 {
+        let key = format!("{prefix}{n}");
+        store
+            .write_ahead(&payment(&key), &worker, Duration::from_secs(1))
+            .await
+            .expect("write ahead");
+        writeln!(out, "written {key}").unwrap();
+        out.flush().unwrap();
+    }
 }

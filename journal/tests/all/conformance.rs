@@ -7,6 +7,7 @@ use reqwest_resilience_journal::SqliteStore;
 crate::on_both_backends!(
     write_ahead_round_trips_every_field,
     a_key_is_journaled_once,
+    take_over_takes_only_what_nobody_may_be_sending,
     claims_take_due_unknown_and_expired_leases_only,
     concurrent_claims_are_disjoint,
     lease_lost_after_reclaim_drops_the_late_result,
@@ -29,5 +30,5 @@ async fn run_all_runs_every_check_on_fresh_stores() {
         async { SqliteStore::open_in_memory().unwrap() }
     })
     .await;
-    assert_eq!(made, 12, "one fresh store per check");
+    assert_eq!(made, 13, "one fresh store per check");
 }

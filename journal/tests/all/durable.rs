@@ -192,8 +192,9 @@ async fn refused_without_sending_when_the_intent_cannot_be_journaled() {
         "{error}"
     );
 
-    // The key is journaled already: resume it, do not send it again.
-    client
+    // The same key is the same intent: a second send joins it. Done already,
+    // it is sent again unjournaled and the server replays its answer.
+    let first = client
         .post(&server.url)
         .idempotency_key("dup-1")
         .body(BODY)
@@ -201,21 +202,42 @@ async fn refused_without_sending_when_the_intent_cannot_be_journaled() {
         .send()
         .await
         .unwrap();
-    let error = client
+    let again = client
         .post(&server.url)
         .idempotency_key("dup-1")
         .body(BODY)
         .durable(&journal)
         .send()
         .await
+        .unwrap();
+    assert_eq!(
+        again.headers().get("location"),
+        first.headers().get("location"),
+        "the server's replay"
+    );
+    assert_eq!(server.effects_with_key("dup-1"), 1);
+    let row = journal.get("dup-1").await.unwrap().unwrap();
+    assert_eq!(
+        (row.state, row.runs),
+        (IntentState::Succeeded, 1),
+        "one row"
+    );
+    // Another body under the key is another intent: refused, nothing sent.
+    let seen_before = server.seen_with_key("dup-1").len();
+    let error = client
+        .post(&server.url)
+        .idempotency_key("dup-1")
+        .body(&b"{\"amount\":1}"[..])
+        .durable(&journal)
+        .send()
+        .await
         .unwrap_err();
     assert!(
-        matches!(
-            journal_error(&error),
-            Some(JournalError::DuplicateKey { .. })
-        ),
+        matches!(journal_error(&error), Some(JournalError::KeyInUse { .. })),
         "{error}"
     );
+    assert!(!error.is_outcome_unknown(), "{error}");
+    assert_eq!(server.seen_with_key("dup-1").len(), seen_before);
 
     // The journal is down: nothing is sent.
     let broken = Journal::new(BrokenStore);
@@ -234,8 +256,8 @@ async fn refused_without_sending_when_the_intent_cannot_be_journaled() {
 
     assert_eq!(
         server.seen().len(),
-        1,
-        "only dup-1's first send reached the server"
+        2,
+        "only dup-1's send and its replay reached the server"
     );
     assert!(journal.get("stream-1").await.unwrap().is_none());
 }
@@ -277,6 +299,15 @@ impl JournalStore for BrokenStore {
     ) -> reqwest_resilience_journal::StoreFuture<'a, Vec<reqwest_resilience_journal::Claimed>> {
         Box::pin(async { Err(JournalError::Storage("connection refused".into())) })
     }
+    fn take_over<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a reqwest_resilience_journal::Worker,
+        _: Duration,
+    ) -> reqwest_resilience_journal::StoreFuture<'a, Option<reqwest_resilience_journal::Claimed>>
+    {
+        Box::pin(async { Err(JournalError::Storage("connection refused".into())) })
+    }
     fn record<'a>(
         &'a self,
         _: &'a reqwest_resilience_journal::Lease,
@@ -315,5 +346,174 @@ impl JournalStore for BrokenStore {
     }
     fn prune<'a>(&'a self, _: Duration) -> reqwest_resilience_journal::StoreFuture<'a, u64> {
         Box::pin(async { Ok(0) })
+    }
+}
+
+/// A SQLite journal with injected faults: every read fails (`unreadable`), or
+/// the first `record_failures` terminal writes fail.
+struct FaultyStore {
+    inner: SqliteStore,
+    unreadable: bool,
+    record_failures: std::sync::atomic::AtomicUsize,
+}
+
+impl FaultyStore {
+    fn unreadable(inner: SqliteStore) -> Self {
+        Self {
+            inner,
+            unreadable: true,
+            record_failures: 0.into(),
+        }
+    }
+
+    fn failing_records(inner: SqliteStore, failures: usize) -> Self {
+        Self {
+            inner,
+            unreadable: false,
+            record_failures: failures.into(),
+        }
+    }
+}
+
+type Fut<'a, T> = reqwest_resilience_journal::StoreFuture<'a, T>;
+
+impl JournalStore for FaultyStore {
+    fn write_ahead<'a>(
+        &'a self,
+        intent: &'a reqwest_resilience_journal::NewIntent,
+        worker: &'a reqwest_resilience_journal::Worker,
+        lease: Duration,
+    ) -> Fut<'a, reqwest_resilience_journal::Lease> {
+        self.inner.write_ahead(intent, worker, lease)
+    }
+    fn claim<'a>(
+        &'a self,
+        worker: &'a reqwest_resilience_journal::Worker,
+        lease: Duration,
+        limit: usize,
+    ) -> Fut<'a, Vec<reqwest_resilience_journal::Claimed>> {
+        self.inner.claim(worker, lease, limit)
+    }
+    fn take_over<'a>(
+        &'a self,
+        key: &'a str,
+        worker: &'a reqwest_resilience_journal::Worker,
+        lease: Duration,
+    ) -> Fut<'a, Option<reqwest_resilience_journal::Claimed>> {
+        self.inner.take_over(key, worker, lease)
+    }
+    fn record<'a>(
+        &'a self,
+        lease: &'a reqwest_resilience_journal::Lease,
+        outcome: &'a reqwest_resilience_journal::Outcome,
+    ) -> Fut<'a, ()> {
+        use std::sync::atomic::Ordering;
+        let fail = self
+            .record_failures
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if fail {
+            return Box::pin(async { Err(JournalError::Storage("connection reset".into())) });
+        }
+        self.inner.record(lease, outcome)
+    }
+    fn get<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> Fut<'a, Option<reqwest_resilience_journal::IntentRecord>> {
+        if self.unreadable {
+            return Box::pin(async { Err(JournalError::Storage("disk I/O error".into())) });
+        }
+        self.inner.get(key)
+    }
+    fn list<'a>(
+        &'a self,
+        state: IntentState,
+        after: Option<&'a reqwest_resilience_journal::ListCursor>,
+        limit: usize,
+    ) -> Fut<'a, Vec<reqwest_resilience_journal::IntentRecord>> {
+        self.inner.list(state, after, limit)
+    }
+    fn backlog<'a>(
+        &'a self,
+        worker: &'a reqwest_resilience_journal::Worker,
+    ) -> Fut<'a, reqwest_resilience_journal::Backlog> {
+        self.inner.backlog(worker)
+    }
+    fn abandon<'a>(&'a self, key: &'a str, reason: &'a str) -> Fut<'a, bool> {
+        self.inner.abandon(key, reason)
+    }
+    fn prune<'a>(&'a self, older_than: Duration) -> Fut<'a, u64> {
+        self.inner.prune(older_than)
+    }
+}
+
+#[tokio::test]
+async fn a_send_that_cannot_join_the_journaled_intent_is_outcome_unknown() {
+    let store = SqliteStore::open_in_memory().unwrap();
+    // Another sender wrote the intent ahead and holds it.
+    let mut intent = reqwest_resilience_journal::NewIntent::new(
+        "held-1",
+        reqwest::Method::POST,
+        "http://127.0.0.1:9/payments",
+    );
+    intent.body = BODY.to_vec();
+    store
+        .write_ahead(
+            &intent,
+            &reqwest_resilience_journal::Worker::new("other"),
+            Duration::from_secs(3600),
+        )
+        .await
+        .unwrap();
+    let journal = Journal::new(FaultyStore::unreadable(store));
+    let server = Server::start().await;
+    let error = client(1)
+        .post(&server.url)
+        .idempotency_key("held-1")
+        .body(BODY)
+        .durable(&journal)
+        .send()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            journal_error(&error),
+            Some(JournalError::JoinUnknown { .. })
+        ),
+        "{error}"
+    );
+    assert!(
+        error.is_outcome_unknown(),
+        "the other sender may still send it: {error}"
+    );
+    assert!(server.seen().is_empty(), "nothing sent by this call");
+}
+
+#[tokio::test]
+async fn a_terminal_write_that_fails_is_tried_again_before_it_is_left_unrecorded() {
+    let server = Server::start().await;
+    for (failures, recorded) in [(2, true), (3, false)] {
+        let key = format!("flaky-{failures}");
+        let journal = Journal::new(FaultyStore::failing_records(
+            SqliteStore::open_in_memory().unwrap(),
+            failures,
+        ));
+        let response = client(1)
+            .post(&server.url)
+            .idempotency_key(&key)
+            .body(BODY)
+            .durable(&journal)
+            .send()
+            .await
+            .expect("the caller keeps its response either way");
+        assert_eq!(response.status(), 201);
+        let row = journal.get(&key).await.unwrap().unwrap();
+        let expected = if recorded {
+            IntentState::Succeeded
+        } else {
+            IntentState::InFlight // resent under its key once the lease ends
+        };
+        assert_eq!(row.state, expected, "{failures} failed writes");
     }
 }

@@ -1,6 +1,7 @@
 //! The journal's integration tests, in one binary (one PostgreSQL cluster).
 
 mod children;
+mod commit_faults;
 mod conformance;
 mod crash;
 mod durable;
@@ -11,5 +12,6 @@ mod migrations;
 mod refused;
 mod restart;
 mod resume;
+mod same_key;
 mod support;
 mod timeouts;

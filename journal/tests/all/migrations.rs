@@ -180,4 +180,36 @@ mod postgres {
         }
         assert_eq!(versions(&conninfo).await, [1, 2]);
     }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_migration_refused_for_lack_of_privileges_is_a_schema_error() {
+        let Some(conninfo) = crate::support::pg::fresh_schema("noddl").await else {
+            return;
+        };
+        // `… user=postgres … options='-csearch_path=SCHEMA'` (the throwaway form).
+        let Some(schema) = conninfo
+            .split("search_path=")
+            .nth(1)
+            .map(|rest| rest.trim_end_matches('\''))
+        else {
+            return eprintln!("DATABASE_URL in URL form: privilege test skipped");
+        };
+        let role = format!("r_{schema}");
+        client(&conninfo)
+            .await
+            .batch_execute(&format!(
+                "CREATE ROLE {role} LOGIN; GRANT USAGE ON SCHEMA {schema} TO {role};"
+            ))
+            .await
+            .unwrap();
+        let as_role = conninfo.replace("user=postgres", &format!("user={role}"));
+        let error = PostgresStore::connect(&as_role).await.unwrap_err();
+        assert!(
+            matches!(error, reqwest_resilience_journal::JournalError::Schema(_)),
+            "{error:?}"
+        );
+        let text = error.to_string();
+        assert!(text.contains("migration was refused"), "{text}");
+        assert!(text.contains("permission denied"), "{text}");
+    }
 }

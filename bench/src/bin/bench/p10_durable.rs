@@ -1,13 +1,19 @@
 //! P10 — durable throughput: intents per second sent with `.durable(&journal)`
 //! from 32 concurrent tasks against the loopback server, on SQLite and on
 //! PostgreSQL, divided by the same database's raw rate on the same terms: the
-//! same connection setup as the store (one SQLite connection behind a mutex, a
-//! statement per blocking task; one PostgreSQL client, pipelined, the store's own
-//! statements with its bound parameters and session settings), two autocommit
-//! transactions per row (INSERT, then UPDATE), the store's table and durability
+//! same connections as the store (SQLite: one connection behind a mutex, a
+//! statement per blocking task; PostgreSQL: as many connections as tasks, the
+//! store's pool at that size), the store's own statements with its bound
+//! parameters and session settings, the same two writes per row (PostgreSQL: the
+//! write-ahead as its own transaction — `BEGIN` and the `INSERT` pipelined, then
+//! `COMMIT` — and the terminal `UPDATE`; SQLite: two autocommit statements), into
+//! the same table (so both sides see a table of the same size), with the same
+//! warm-up (both sides, interleaved, before any round), the store's durability
 //! settings (SQLite WAL + `synchronous = FULL`; PostgreSQL's defaults, fsync on),
-//! the same disk, the same concurrency. Plus the write-ahead's added latency per
-//! intent: sequential durable sends against plain ones, interleaved.
+//! the same disk. Rounds run in both orders (raw first, durable first, durable
+//! first, raw first, …); each round's ratio is reported, with the disk's fsync
+//! rate beside them. Plus the write-ahead's added latency per intent:
+//! sequential durable sends against plain ones, interleaved.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -30,6 +36,8 @@ const HEADERS: &[u8] = b"content-type: application/json\r\n";
 
 /// One backend's figures.
 struct Figures {
+    /// `fdatasync` calls per second on the benchmark's disk (4 KiB each).
+    fsync_per_s: f64,
     raw: Vec<f64>,
     durable: Vec<f64>,
     ratios: Vec<f64>,
@@ -46,29 +54,34 @@ pub async fn run(server: &Server, plan: &Plan, report: &mut Report) {
     std::fs::create_dir_all(&dir).expect("P10 directory");
 
     let sqlite = {
-        let store = SqliteStore::open(dir.join("store.sqlite")).expect("SQLite journal");
-        let raw = RawSqlite::open(&dir.join("raw.sqlite"));
+        let path = dir.join("store.sqlite");
+        let store = SqliteStore::open(&path).expect("SQLite journal");
+        let raw = RawSqlite::open(&path);
         let journal = Journal::builder(store)
             .worker_name("p10")
             .build()
             .expect("journal");
-        measure(&client, &url, &journal, &raw, plan).await
+        measure(&client, &url, &journal, &raw, plan, &dir).await
     };
-    let postgres = match ThrowawayPostgres::start(Durability::Defaults) {
-        Ok(Some(cluster)) => {
-            let store = PostgresStore::connect(cluster.conninfo())
-                .await
-                .expect("PostgreSQL journal");
-            let raw = RawPostgres::connect(cluster.conninfo()).await;
-            let journal = Journal::builder(store)
-                .worker_name("p10")
-                .build()
-                .expect("journal");
-            Some(measure(&client, &url, &journal, &raw, plan).await)
-        }
-        Ok(None) => None,
-        Err(error) => panic!("P10: starting a throwaway PostgreSQL failed: {error}"),
-    };
+    // The store's pool and the raw side hold 32 connections each.
+    let postgres =
+        match ThrowawayPostgres::start_with(Durability::Defaults, &["max_connections=100"]) {
+            Ok(Some(cluster)) => {
+                let store = PostgresStore::builder(cluster.conninfo())
+                    .pool_size(P10_TASKS)
+                    .connect()
+                    .await
+                    .expect("PostgreSQL journal");
+                let raw = RawPostgres::connect(cluster.conninfo(), P10_TASKS).await;
+                let journal = Journal::builder(store)
+                    .worker_name("p10")
+                    .build()
+                    .expect("journal");
+                Some(measure(&client, &url, &journal, &raw, plan, &dir).await)
+            }
+            Ok(None) => None,
+            Err(error) => panic!("P10: starting a throwaway PostgreSQL failed: {error}"),
+        };
     let _ = std::fs::remove_dir_all(&dir);
 
     let mut rows = vec![row("SQLite (bundled, WAL, synchronous=FULL)", &sqlite)];
@@ -77,17 +90,20 @@ pub async fn run(server: &Server, plan: &Plan, report: &mut Report) {
     }
     let mut text = format!(
         "\n## P10 — durable throughput: {P10_TASKS} concurrent tasks, POST 200 OK\n\n\
-         {} rounds of {:.0?} per database and mode, interleaved (raw then durable, durable \
-         then raw, …). \
-         *Raw*: rows/s, each row an INSERT then an UPDATE (two autocommit transactions) \
-         into the journal's own table, through the store's connection setup (SQLite: one \
-         connection behind a mutex, one blocking task per statement; PostgreSQL: one \
-         client, pipelined, the store's own prepared statements with the same bound \
-         parameters), no HTTP. *Durable*: intents/s sent \
+         {} rounds of {:.0?} per database and mode, in both orders (raw then durable, \
+         durable then raw, durable then raw, raw then durable, …), after a warm-up of \
+         both sides. *Raw*: rows/s, each row the store's two writes — PostgreSQL: the \
+         write-ahead `INSERT` in its own transaction (`BEGIN` pipelined with it, then \
+         `COMMIT`) and the terminal `UPDATE`, the store's own prepared statements and \
+         bound parameters, one connection per task ({P10_TASKS}, as the store's pool); \
+         SQLite: the two statements autocommit through one connection behind a mutex, \
+         as the store — into the store's own table, no HTTP. *Durable*: intents/s sent \
          with `.durable(&journal)` (write-ahead, the POST, the result) through \
          reqwest-resilience's defaults. Ratio = median over rounds of (durable ÷ raw in \
-         the same round). Added latency: {} sequential durable sends interleaved with \
-         as many plain ones; the difference of their quantiles.\n\n",
+         the same round), with p25–p75 and every round's ratio. fsync/s: 4 KiB \
+         `fdatasync` calls per second on the benchmark's disk, measured before the \
+         rounds. Added latency: {} sequential durable sends interleaved with as many \
+         plain ones; the difference of their quantiles.\n\n",
         plan.p10_rounds, plan.p10_round, plan.p10_latency_pairs
     );
     text.push_str(&table(
@@ -97,6 +113,8 @@ pub async fn run(server: &Server, plan: &Plan, report: &mut Report) {
             "durable intents/s",
             "ratio",
             "ratio p25–p75",
+            "ratio per round",
+            "disk fsync/s",
             "added latency p50 µs",
             "added latency p99 µs",
         ],
@@ -142,6 +160,12 @@ fn row(name: &str, f: &Figures) -> Vec<String> {
             quantile(&f.ratios, 0.25),
             quantile(&f.ratios, 0.75)
         ),
+        f.ratios
+            .iter()
+            .map(|r| format!("{r:.2}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+        format!("{:.0}", f.fsync_per_s),
         format!("{:.0}", f.added_p50_us),
         format!("{:.0}", f.added_p99_us),
     ]
@@ -153,11 +177,16 @@ async fn measure(
     journal: &Journal,
     raw: &impl RawRows,
     plan: &Plan,
+    dir: &std::path::Path,
 ) -> Figures {
-    // Warm-up: connections, statements, the file's first pages.
-    raw_rate(raw, plan.p10_round / 4).await;
-    durable_rate(client, url, journal, plan.p10_round / 4).await;
+    // Warm-up of both sides, interleaved: connections, prepared statements and
+    // their plans, the table's first pages.
+    for _ in 0..2 {
+        raw_rate(raw, plan.p10_round / 8).await;
+        durable_rate(client, url, journal, plan.p10_round / 8).await;
+    }
     let mut figures = Figures {
+        fsync_per_s: fsync_rate(dir, Duration::from_secs(1)),
         raw: Vec::new(),
         durable: Vec::new(),
         ratios: Vec::new(),
@@ -165,9 +194,7 @@ async fn measure(
         added_p99_us: f64::NAN,
     };
     for round in 0..plan.p10_rounds {
-        // Alternate which goes first, so a slow phase of the disk does not
-        // always fall on the same side.
-        let (raw_rate, durable_rate) = if round % 2 == 0 {
+        let (raw_rate, durable_rate) = if raw_goes_first(round) {
             let raw_rate = raw_rate(raw, plan.p10_round).await;
             (
                 raw_rate,
@@ -185,6 +212,30 @@ async fn measure(
     figures.added_p50_us = (quantile(&durable, 0.5) - quantile(&plain, 0.5)) * 1e6;
     figures.added_p99_us = (quantile(&durable, 0.99) - quantile(&plain, 0.99)) * 1e6;
     figures
+}
+
+/// Rounds in both orders, each order as often as the other and never twice in
+/// the same position: raw first, durable first, durable first, raw first, …
+fn raw_goes_first(round: usize) -> bool {
+    matches!(round % 4, 0 | 3)
+}
+
+/// 4 KiB `fdatasync` calls per second in `dir`, for `length`.
+fn fsync_rate(dir: &std::path::Path, length: Duration) -> f64 {
+    use std::io::Write;
+    let path = dir.join("fsync-probe");
+    let mut file = std::fs::File::create(&path).expect("fsync probe");
+    let block = [0u8; 4096];
+    let started = Instant::now();
+    let mut syncs = 0u32;
+    while started.elapsed() < length {
+        file.write_all(&block).expect("fsync probe write");
+        file.sync_data().expect("fsync probe sync");
+        syncs += 1;
+    }
+    let rate = f64::from(syncs) / started.elapsed().as_secs_f64();
+    let _ = std::fs::remove_file(path);
+    rate
 }
 
 /// Durable intents per second from [`P10_TASKS`] tasks for `length`.
@@ -209,7 +260,7 @@ async fn durable_rate(
                     .durable(&journal)
                     .send()
                     .await
-                    .expect("durable send");
+                    .unwrap_or_else(|error| panic!("durable send: {error}"));
                 assert!(response.status().is_success(), "{}", response.status());
                 done.fetch_add(1, Ordering::Relaxed);
             }
@@ -227,13 +278,13 @@ async fn raw_rate(raw: &impl RawRows, length: Duration) -> f64 {
     let started = Instant::now();
     let stop_at = started + length;
     let mut tasks = Vec::with_capacity(P10_TASKS);
-    for _ in 0..P10_TASKS {
+    for slot in 0..P10_TASKS {
         let (raw, done) = (raw.clone(), done.clone());
         tasks.push(tokio::spawn(async move {
             while Instant::now() < stop_at {
                 let key = uuid::Uuid::new_v4().to_string();
-                raw.insert(key.clone()).await;
-                raw.update(key).await;
+                raw.insert(slot, key.clone()).await;
+                raw.update(slot, key).await;
                 done.fetch_add(1, Ordering::Relaxed);
             }
         }));
@@ -282,14 +333,15 @@ fn now_ms() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-/// A database driven directly: the write-ahead's INSERT and the result's UPDATE.
+/// A database driven directly: the write-ahead's INSERT and the result's UPDATE,
+/// by task `slot` (a PostgreSQL task uses its own connection).
 trait RawRows: Clone + Send + Sync + 'static {
-    fn insert(&self, key: String) -> impl std::future::Future<Output = ()> + Send;
-    fn update(&self, key: String) -> impl std::future::Future<Output = ()> + Send;
+    fn insert(&self, slot: usize, key: String) -> impl std::future::Future<Output = ()> + Send;
+    fn update(&self, slot: usize, key: String) -> impl std::future::Future<Output = ()> + Send;
 }
 
 /// One SQLite connection behind a mutex, one blocking task per statement — as
-/// `SqliteStore` does — on a file the store's migrations created.
+/// `SqliteStore` does — on the store's own file.
 #[derive(Clone)]
 struct RawSqlite {
     conn: Arc<Mutex<rusqlite::Connection>>,
@@ -325,7 +377,7 @@ impl RawSqlite {
 }
 
 impl RawRows for RawSqlite {
-    async fn insert(&self, key: String) {
+    async fn insert(&self, _slot: usize, key: String) {
         self.run(move |conn, now| {
             conn.prepare_cached(
                 "INSERT INTO journal_intents (key, key_on_wire, method, url, headers, body,
@@ -346,7 +398,7 @@ impl RawRows for RawSqlite {
         .await;
     }
 
-    async fn update(&self, key: String) {
+    async fn update(&self, _slot: usize, key: String) {
         self.run(move |conn, now| {
             conn.prepare_cached(
                 "UPDATE journal_intents
@@ -360,17 +412,21 @@ impl RawRows for RawSqlite {
     }
 }
 
-/// One PostgreSQL client, prepared statements, pipelined — as `PostgresStore`
-/// does — on the table its migrations created, running the store's own
-/// write-ahead and record statements (`journal/src/postgres/queries.rs`) with the
-/// same bound parameters. State names are parameters there, not literals: a
-/// literal `state = 'in_flight'` lets the planner match the partial and listing
-/// indexes, and once autovacuum has analyzed the table the UPDATE walks
-/// `journal_intents_listing` instead of the primary key — the raw side then ran a
-/// different, slower plan than the store, not the database's floor.
+/// As many PostgreSQL connections as tasks — as `PostgresStore`'s pool at that
+/// size — each with the store's own write-ahead and record statements
+/// (`journal/src/postgres/queries.rs`) prepared, run with the same bound
+/// parameters: the write-ahead in its own transaction (`BEGIN` pipelined with
+/// the `INSERT`, then `COMMIT`), the record autocommit. State names are
+/// parameters, as in the store: a literal `state = 'in_flight'` would let the
+/// planner match the partial and listing indexes, and the raw side would run a
+/// different plan than the store.
 #[derive(Clone)]
 struct RawPostgres {
-    client: Arc<tokio_postgres::Client>,
+    connections: Arc<Vec<RawConnection>>,
+}
+
+struct RawConnection {
+    client: tokio_postgres::Client,
     write_ahead: tokio_postgres::Statement,
     record: tokio_postgres::Statement,
 }
@@ -382,7 +438,7 @@ const PG_WRITE_AHEAD: &str = "INSERT INTO journal_intents (key, key_on_wire, met
      SELECT $1, $2, $3, $4, $5, $6, $7, c.ms + $8, $12, $9, $10, c.ms + $11, 1, 1, c.ms, c.ms
      FROM (SELECT (extract(epoch FROM now()) * 1000)::bigint AS ms) c
      ON CONFLICT (key) DO NOTHING
-     RETURNING lease_until_ms";
+     RETURNING lease_until_ms, pg_current_xact_id()::text AS xid";
 
 /// The store's `RECORD` (`$1` state, `$2` status, `$3` locator, `$4` detail,
 /// `$5` due in ms, `$6` key, `$7` fence, `$8` in_flight).
@@ -390,63 +446,71 @@ const PG_RECORD: &str = "UPDATE journal_intents
      SET state = $1, status = COALESCE($2, status), locator = $3, detail = $4,
          due_at_ms = (extract(epoch FROM now()) * 1000)::bigint + $5, lease_until_ms = NULL,
          updated_ms = (extract(epoch FROM now()) * 1000)::bigint
-     WHERE key = $6 AND fence = $7 AND state = $8";
+     WHERE key = $6 AND fence = $7 AND (state = $8) IS TRUE";
 
 impl RawPostgres {
-    async fn connect(conninfo: &str) -> RawPostgres {
-        let (client, connection) = tokio_postgres::connect(conninfo, tokio_postgres::NoTls)
-            .await
-            .expect("raw PostgreSQL");
-        tokio::spawn(connection);
-        // The store's session setting (its default statement timeout, 5 s).
-        client
-            .batch_execute("SET statement_timeout = 5000")
-            .await
-            .expect("statement timeout");
-        let write_ahead = client
-            .prepare(PG_WRITE_AHEAD)
-            .await
-            .expect("prepare INSERT");
-        let record = client.prepare(PG_RECORD).await.expect("prepare UPDATE");
+    async fn connect(conninfo: &str, connections: usize) -> RawPostgres {
+        let mut made = Vec::with_capacity(connections);
+        for _ in 0..connections {
+            let (client, connection) = tokio_postgres::connect(conninfo, tokio_postgres::NoTls)
+                .await
+                .expect("raw PostgreSQL");
+            tokio::spawn(connection);
+            // The store's session setting (its default statement timeout, 5 s).
+            client
+                .batch_execute("SET statement_timeout = 5000")
+                .await
+                .expect("statement timeout");
+            let write_ahead = client
+                .prepare(PG_WRITE_AHEAD)
+                .await
+                .expect("prepare INSERT");
+            let record = client.prepare(PG_RECORD).await.expect("prepare UPDATE");
+            made.push(RawConnection {
+                client,
+                write_ahead,
+                record,
+            });
+        }
         RawPostgres {
-            client: Arc::new(client),
-            write_ahead,
-            record,
+            connections: Arc::new(made),
         }
     }
 }
 
 impl RawRows for RawPostgres {
-    async fn insert(&self, key: String) {
-        let rows = self
-            .client
-            .query(
-                &self.write_ahead,
-                &[
-                    &key,
-                    &true,
-                    &"POST",
-                    &"http://127.0.0.1/ok",
-                    &HEADERS,
-                    &BODY,
-                    &Some(30_000_i64),
-                    &82_800_000_i64,
-                    &"raw",
-                    &"raw",
-                    &60_000_i64,
-                    &"in_flight",
-                ],
-            )
-            .await
-            .expect("raw INSERT");
+    async fn insert(&self, slot: usize, key: String) {
+        let conn = &self.connections[slot % self.connections.len()];
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 12] = [
+            &key,
+            &true,
+            &"POST",
+            &"http://127.0.0.1/ok",
+            &HEADERS,
+            &BODY,
+            &Some(30_000_i64),
+            &82_800_000_i64,
+            &"raw",
+            &"raw",
+            &60_000_i64,
+            &"in_flight",
+        ];
+        let begin = conn.client.batch_execute("BEGIN");
+        let insert = conn.client.query(&conn.write_ahead, &params);
+        let ((), rows) = tokio::try_join!(begin, insert).expect("raw BEGIN and INSERT");
         assert_eq!(rows.len(), 1, "raw INSERT: key already present");
+        conn.client
+            .batch_execute("COMMIT")
+            .await
+            .expect("raw COMMIT");
     }
 
-    async fn update(&self, key: String) {
-        let updated = self
+    async fn update(&self, slot: usize, key: String) {
+        let conn = &self.connections[slot % self.connections.len()];
+        let updated = conn
             .client
             .execute(
-                &self.record,
+                &conn.record,
                 &[
                     &"succeeded",
                     &Some(200_i32),

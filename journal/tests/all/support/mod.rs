@@ -3,6 +3,8 @@
 pub mod backend;
 #[cfg(feature = "postgres")]
 pub mod pg;
+#[cfg(feature = "postgres")]
+pub mod proxy;
 pub mod server;
 
 use reqwest_resilience_journal::SqliteStore;

@@ -119,6 +119,11 @@ impl Server {
             .collect()
     }
 
+    /// How many payments `key` made: 0 or 1 (the server deduplicates by key).
+    pub fn effects_with_key(&self, key: &str) -> usize {
+        usize::from(self.state.lock().unwrap().committed.contains_key(key))
+    }
+
     /// Commits a payment under `key` with `body` as if an earlier request had.
     pub fn precommit(&self, key: &str, body: &[u8]) {
         let mut state = self.state.lock().unwrap();

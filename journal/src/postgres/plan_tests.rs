@@ -1,0 +1,167 @@
+//! The hot path's statements keep the index they were written for, whatever the
+//! table's size and statistics: each is prepared under `plan_cache_mode =
+//! force_generic_plan` (the plan a long-lived prepared statement settles on) on
+//! a new table and after `ANALYZE` of a small and of a 10,000-open-row table,
+//! and its plan must never scan the listing index (on the new and the large
+//! table it uses the primary key; a small one may be read whole). The terminal
+//! update's cost (buffers touched) must stay flat from 100 to 10,000 open rows.
+
+use tokio_postgres::{Client, NoTls};
+
+use super::queries::{ABANDON, GET, RECORD, TAKE_OVER};
+use crate::throwaway_postgres::{Durability, ThrowawayPostgres};
+
+/// The statements that find one row by key.
+const BY_KEY: [(&str, &str); 4] = [
+    ("record", RECORD),
+    ("take_over", TAKE_OVER),
+    ("get", GET),
+    ("abandon", ABANDON),
+];
+
+fn params(sql: &str) -> usize {
+    (1..=20)
+        .filter(|n| sql.contains(&format!("${n}")))
+        .max()
+        .unwrap_or(0)
+}
+
+async fn fill(client: &Client, open_rows: usize) {
+    client
+        .batch_execute(&format!(
+            "TRUNCATE journal_intents;
+             INSERT INTO journal_intents (key, key_on_wire, method, url, headers, body,
+                 retention_end_ms, state, owner, lease_until_ms, fence, runs, created_ms,
+                 updated_ms)
+             SELECT 'key-' || g, true, 'POST', 'http://127.0.0.1/p', '', '', 0, 'in_flight',
+                 'w', 0, 1, 1, g, g
+             FROM generate_series(1, {open_rows}) g;
+             ANALYZE journal_intents;"
+        ))
+        .await
+        .unwrap();
+}
+
+/// The generic plan of `sql`, as text.
+async fn generic_plan(client: &Client, name: &str, sql: &str) -> String {
+    client
+        .batch_execute(&format!("DEALLOCATE ALL; PREPARE {name} AS {sql}"))
+        .await
+        .unwrap();
+    let nulls = vec!["NULL"; params(sql)].join(", ");
+    let rows = client
+        .query(&format!("EXPLAIN EXECUTE {name}({nulls})"), &[])
+        .await
+        .unwrap();
+    rows.iter()
+        .map(|row| row.get::<_, String>(0))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Shared buffers the terminal update touches for one row (in a transaction
+/// rolled back).
+async fn record_buffers(client: &Client) -> u64 {
+    client
+        .batch_execute(&format!("DEALLOCATE ALL; PREPARE record AS {RECORD}"))
+        .await
+        .unwrap();
+    client.batch_execute("BEGIN").await.unwrap();
+    let rows = client
+        .query(
+            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE record('succeeded', 201, NULL, \
+             NULL, NULL, 'key-50', 1, 'in_flight')",
+            &[],
+        )
+        .await
+        .unwrap();
+    client.batch_execute("ROLLBACK").await.unwrap();
+    let plan: String = rows[0].get::<_, serde_json_text::Json>(0).0;
+    ["Shared Hit Blocks", "Shared Read Blocks"]
+        .iter()
+        .map(|field| first_number_after(&plan, field))
+        .sum()
+}
+
+/// The first number after `"field":` in a JSON plan (the top node's total).
+fn first_number_after(json: &str, field: &str) -> u64 {
+    let at = json.find(&format!("\"{field}\":")).expect(field) + field.len() + 3;
+    json[at..]
+        .trim_start()
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .unwrap()
+}
+
+/// `EXPLAIN (FORMAT JSON)` read as text (no JSON crate for one number).
+mod serde_json_text {
+    use tokio_postgres::types::{FromSql, Type};
+
+    pub(super) struct Json(pub(super) String);
+
+    impl<'a> FromSql<'a> for Json {
+        fn from_sql(
+            _: &Type,
+            raw: &'a [u8],
+        ) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+            // `json` on the wire is its text.
+            Ok(Json(std::str::from_utf8(raw)?.to_owned()))
+        }
+        fn accepts(ty: &Type) -> bool {
+            *ty == Type::JSON
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn by_key_statements_use_the_primary_key_at_any_size() {
+    let cluster = match ThrowawayPostgres::start(Durability::Off) {
+        Ok(Some(cluster)) => cluster,
+        Ok(None) if std::env::var("CI").is_ok_and(|ci| ci == "true") => {
+            panic!("PostgreSQL binaries missing under CI=true")
+        }
+        Ok(None) => return eprintln!("!!!!! plan test SKIPPED: no PostgreSQL binaries !!!!!"),
+        Err(error) => panic!("starting PostgreSQL: {error}"),
+    };
+    // Migrates the schema.
+    let _store = super::PostgresStore::connect(cluster.conninfo())
+        .await
+        .unwrap();
+    let (client, connection) = tokio_postgres::connect(cluster.conninfo(), NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+        .batch_execute("SET plan_cache_mode = force_generic_plan")
+        .await
+        .unwrap();
+    // A new table, never analyzed.
+    for (name, sql) in BY_KEY {
+        let plan = generic_plan(&client, name, sql).await;
+        assert!(
+            plan.contains("journal_intents_pkey") && !plan.contains("journal_intents_listing"),
+            "{name} on a new table:\n{plan}"
+        );
+    }
+    let mut buffers = Vec::new();
+    for open_rows in [100, 10_000] {
+        fill(&client, open_rows).await;
+        for (name, sql) in BY_KEY {
+            let plan = generic_plan(&client, name, sql).await;
+            // A small table may be read whole; a large one by its primary key.
+            let by_key = plan.contains("journal_intents_pkey") || open_rows <= 100;
+            assert!(
+                by_key && !plan.contains("journal_intents_listing"),
+                "{name} with {open_rows} open rows:\n{plan}"
+            );
+        }
+        buffers.push(record_buffers(&client).await);
+    }
+    println!("PLAN record buffers at 100 and 10000 open rows: {buffers:?}");
+    assert!(
+        buffers[1] <= buffers[0] * 2,
+        "the terminal update's cost grows with open rows: {buffers:?}"
+    );
+}
