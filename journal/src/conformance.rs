@@ -74,7 +74,7 @@ fn unknown_now() -> Outcome {
     }
 }
 
-/// A check of the storage contract (see the module docs).
+/// A check of the storage contract (see the [module docs](self)).
 pub async fn write_ahead_round_trips_every_field(store: impl JournalStore) {
     let mut intent = payment("key-round-trip");
     intent.body = vec![0, 159, 146, 150, b'{', 255];
@@ -104,7 +104,7 @@ pub async fn write_ahead_round_trips_every_field(store: impl JournalStore) {
     assert!(store.get("missing").await.unwrap().is_none());
 }
 
-/// A check of the storage contract (see the module docs).
+/// A check of the storage contract (see the [module docs](self)).
 pub async fn a_key_is_journaled_once(store: impl JournalStore) {
     store
         .write_ahead(&payment("dup"), &w("w1"), HOUR)
@@ -119,7 +119,7 @@ pub async fn a_key_is_journaled_once(store: impl JournalStore) {
     assert_eq!(row.owner.as_deref(), Some("w1"), "the first write stays");
 }
 
-/// A check of the storage contract (see the module docs).
+/// A check of the storage contract (see the [module docs](self)).
 pub async fn take_over_takes_only_what_nobody_may_be_sending(store: impl JournalStore) {
     let live = store
         .write_ahead(&payment("live"), &w("w1"), HOUR)
@@ -187,7 +187,7 @@ pub async fn take_over_takes_only_what_nobody_may_be_sending(store: impl Journal
         .is_none());
 }
 
-/// A check of the storage contract (see the module docs).
+/// A check of the storage contract (see the [module docs](self)).
 pub async fn claims_take_due_unknown_and_expired_leases_only(store: impl JournalStore) {
     store
         .write_ahead(&payment("live-lease"), &w("w1"), HOUR)
@@ -230,7 +230,7 @@ pub async fn claims_take_due_unknown_and_expired_leases_only(store: impl Journal
     assert!(store.claim(&w("w3"), HOUR, 0).await.unwrap().is_empty());
 }
 
-/// A check of the storage contract (see the module docs).
+/// A check of the storage contract (see the [module docs](self)).
 pub async fn concurrent_claims_are_disjoint(store: impl JournalStore + Clone) {
     for i in 0..40 {
         let lease = store
@@ -262,7 +262,7 @@ pub async fn concurrent_claims_are_disjoint(store: impl JournalStore + Clone) {
     assert_eq!(seen.len(), 40);
 }
 
-/// A check of the storage contract (see the module docs).
+/// A check of the storage contract (see the [module docs](self)).
 pub async fn lease_lost_after_reclaim_drops_the_late_result(store: impl JournalStore) {
     // Worker A's lease expires at once (a paused worker); B claims and finishes.
     let a = store
@@ -295,7 +295,7 @@ pub async fn lease_lost_after_reclaim_drops_the_late_result(store: impl JournalS
     assert_eq!(row.locator.as_deref(), Some("/payments/1"));
 }
 
-/// A check of the storage contract (see the module docs).
+/// A check of the storage contract (see the [module docs](self)).
 pub async fn lease_lost_after_manual_abandon(store: impl JournalStore) {
     let lease = store
         .write_ahead(&payment("by-hand"), &w("w1"), HOUR)
@@ -321,7 +321,7 @@ pub async fn lease_lost_after_manual_abandon(store: impl JournalStore) {
     assert_eq!(row.detail.as_deref(), Some("reconciled by support"));
 }
 
-/// A check of the storage contract (see the module docs).
+/// A check of the storage contract (see the [module docs](self)).
 pub async fn unknown_gets_a_later_due_time(store: impl JournalStore) {
     let lease = store
         .write_ahead(&payment("conflict"), &w("w1"), HOUR)
@@ -345,7 +345,7 @@ pub async fn unknown_gets_a_later_due_time(store: impl JournalStore) {
     );
 }
 
-/// A check of the storage contract (see the module docs).
+/// A check of the storage contract (see the [module docs](self)).
 pub async fn terminal_rows_are_never_claimed(store: impl JournalStore) {
     let outcomes = [
         Outcome::Succeeded {
@@ -375,7 +375,7 @@ pub async fn terminal_rows_are_never_claimed(store: impl JournalStore) {
     );
 }
 
-/// A check of the storage contract (see the module docs).
+/// A check of the storage contract (see the [module docs](self)).
 pub async fn list_abandon_and_prune(store: impl JournalStore) {
     let done = store
         .write_ahead(&payment("done"), &w("w1"), HOUR)
@@ -427,7 +427,7 @@ pub async fn list_abandon_and_prune(store: impl JournalStore) {
     assert!(store.get("flying").await.unwrap().is_some());
 }
 
-/// A check of the storage contract (see the module docs).
+/// A check of the storage contract (see the [module docs](self)).
 pub async fn a_new_incarnation_takes_back_its_predecessors_leases_at_once(
     store: impl JournalStore,
 ) {
@@ -475,7 +475,7 @@ pub async fn a_new_incarnation_takes_back_its_predecessors_leases_at_once(
     );
 }
 
-/// A check of the storage contract (see the module docs).
+/// A check of the storage contract (see the [module docs](self)).
 pub async fn backlog_counts_due_leased_and_waiting(store: impl JournalStore) {
     let me = w("me");
     let empty = store.backlog(&me).await.unwrap();
@@ -534,7 +534,7 @@ pub async fn backlog_counts_due_leased_and_waiting(store: impl JournalStore) {
     );
 }
 
-/// A check of the storage contract (see the module docs).
+/// A check of the storage contract (see the [module docs](self)).
 pub async fn list_pages_follow_the_cursor(store: impl JournalStore) {
     for i in 0..7 {
         let lease = store

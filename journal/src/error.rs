@@ -1,7 +1,7 @@
 //! The journal's one error type.
 
-/// A boxed error from a storage driver or an observer.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+/// A boxed error from a storage driver or an observer: the core crate's one.
+pub use reqwest_resilience::BoxError;
 
 /// What went wrong in the journal.
 #[derive(Debug, thiserror::Error)]
