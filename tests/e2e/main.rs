@@ -5,6 +5,9 @@
 //! * `scenarios` — the seeds' cases, each with its expected server state written
 //!   before sending: lost response, concurrent duplicates, payload mismatch,
 //!   rollback, expired key (the documented limit of deduplication);
+//! * `dedup` — the scenarios about deduplication itself (lost response, concurrent
+//!   duplicates, payload mismatch, expired key) run against the reference server
+//!   and against `tower-idempotency`'s layer, each asserting on the server's state;
 //! * `trials` — seeded random fault sequences (`E2E_TRIALS`, `E2E_SEED`);
 //! * `cancel` — dropping `send()` during a pause ends the intent;
 //! * `redaction` — secrets never reach the logs;
@@ -20,6 +23,7 @@ mod support;
 
 mod bad_input;
 mod cancel;
+mod dedup;
 mod fuzz;
 mod redaction;
 mod scenarios;
