@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use reqwest_resilience::{Backoff, ResilientClient, RetryPolicy};
+use reqwest_resilience::{AttemptOutcome, Backoff, ResilientClient, RetryPolicy, TransportFailure};
 use tokio::task::JoinSet;
 
 use crate::support::{
@@ -35,6 +35,7 @@ against_both_servers!(
     concurrent_100_sends_of_one_intent_make_exactly_one_effect,
     (flavor = "multi_thread", worker_threads = 2)
 );
+against_both_servers!(concurrent_retry_of_a_timed_out_attempt_waits_out_409_then_gets_the_result);
 against_both_servers!(
     payload_mismatch_same_key_different_payload_is_refused_with_422_and_no_effect
 );
@@ -43,6 +44,7 @@ against_both_servers!(
     (flavor = "multi_thread", worker_threads = 2)
 );
 against_both_servers!(expired_key_before_the_retry_allows_a_second_effect);
+against_both_servers!(contract_key_scope_is_client_method_route_and_key);
 
 fn assert_distinct_request_ids(server: &impl IdempotentServer, key: &str) {
     let mut ids: Vec<String> = server
@@ -311,4 +313,85 @@ async fn expired_key_before_the_retry_allows_a_second_effect<S: IdempotentServer
         "the caller sees the second"
     );
     assert_ne!(ids[0], ids[1]);
+}
+
+/// The key scope is (client, method, route, key): the same key from another client
+/// or on another route is another intent; from the same client it is a replay.
+async fn contract_key_scope_is_client_method_route_and_key<S: IdempotentServer>() {
+    let server = S::start(Config::default()).await;
+    let key = "shared-looking-key-1";
+    let (client, _) = recording_client(|p| p);
+    // Expected: alice/payments, bob/payments, alice/refunds → three effects;
+    // alice/payments again → replay.
+    let mut ids = Vec::new();
+    for (token, route) in [
+        ("tok_alice", "/payments"),
+        ("tok_bob", "/payments"),
+        ("tok_alice", "/refunds"),
+        ("tok_alice", "/payments"),
+    ] {
+        let response = client
+            .post(server.at(route))
+            .bearer_auth(token)
+            .idempotency_key(key)
+            .body(payment(500).to_string())
+            .send()
+            .await
+            .unwrap();
+        let (code, id, _) = read_payment(response).await;
+        assert_eq!(code, 201);
+        ids.push(id.unwrap());
+    }
+    server.assert_state(
+        key,
+        &Expected {
+            effects: 3,
+            deliveries: Some(4),
+        },
+    );
+    assert_eq!(ids[0], ids[3]);
+    assert!(ids[2].starts_with("re_"), "{ids:?}");
+    assert_ne!(ids[0], ids[1]);
+}
+
+/// A single intent whose first attempt timed out while the server still holds the
+/// key: the retries get 409 until the effect commits, then the stored result.
+async fn concurrent_retry_of_a_timed_out_attempt_waits_out_409_then_gets_the_result<
+    S: IdempotentServer,
+>() {
+    let server = S::start(Config::default()).await;
+    let key = "order-1844-payment";
+    server.plan(key, &[Fault::HoldInProgress(Duration::from_millis(500))]);
+    // Expected: one payment; at least 3 deliveries (timeout, ≥1 × 409, replay).
+    let policy = RetryPolicy::builder()
+        .max_attempts(30)
+        .attempt_timeout(Duration::from_millis(150))
+        .deadline(Duration::from_secs(5))
+        .backoff(Backoff::constant(50 * MS))
+        .no_budget()
+        .build()
+        .unwrap();
+    let client = ResilientClient::with_policy(policy);
+
+    let response = post_payment(&client, &server, key, &payment(500))
+        .send()
+        .await
+        .expect("replayed after the hold");
+
+    let (status_code, id, outcomes) = read_payment(response).await;
+    assert_eq!(status_code, 201);
+    assert_eq!(
+        outcomes[0],
+        AttemptOutcome::Failed(TransportFailure::Timeout)
+    );
+    assert!(outcomes.contains(&status(409)), "{outcomes:?}");
+    assert_eq!(*outcomes.last().unwrap(), status(201));
+    server.assert_state(
+        key,
+        &Expected {
+            effects: 1,
+            deliveries: Some(outcomes.len()),
+        },
+    );
+    assert_eq!(server.result_ids(key), vec![id.unwrap()]);
 }

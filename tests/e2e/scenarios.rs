@@ -4,13 +4,11 @@
 
 use std::time::Duration;
 
-use reqwest_resilience::{
-    AttemptOutcome, Backoff, KeyFormat, ResilientClient, RetryPolicy, TransportFailure,
-};
+use reqwest_resilience::{AttemptOutcome, KeyFormat, TransportFailure};
 
 use crate::support::{
     payment, post_payment, read_payment, recording_client, status, Config, Expected, Fault,
-    Handled, IdempotentServer, ReferenceServer, LOST, MS,
+    Handled, IdempotentServer, ReferenceServer, LOST,
 };
 
 /// A response lost after commit (as in `dedup`) with the key the client generates:
@@ -81,47 +79,6 @@ async fn lost_response_by_attempt_timeout_after_commit_is_replayed() {
     let received = server.received_with(key);
     assert_eq!(received[1].handled, Handled::Replayed(id.unwrap()));
     server.wait_idle_for(key, Duration::from_secs(2)).await;
-}
-
-/// A single intent whose first attempt timed out while the server still holds the
-/// key: the retries get 409 until the effect commits, then the stored result.
-#[tokio::test]
-async fn concurrent_retry_of_a_timed_out_attempt_waits_out_409_then_gets_the_result() {
-    let server = ReferenceServer::start(Config::default()).await;
-    let key = "order-1844-payment";
-    server.plan(key, [Fault::HoldInProgress(Duration::from_millis(500))]);
-    // Expected: one payment; at least 3 deliveries (timeout, ≥1 × 409, replay).
-    let policy = RetryPolicy::builder()
-        .max_attempts(30)
-        .attempt_timeout(Duration::from_millis(150))
-        .deadline(Duration::from_secs(5))
-        .backoff(Backoff::constant(50 * MS))
-        .no_budget()
-        .build()
-        .unwrap();
-    let client = ResilientClient::with_policy(policy);
-
-    let response = post_payment(&client, &server, key, &payment(500))
-        .send()
-        .await
-        .expect("replayed after the hold");
-
-    let (status_code, id, outcomes) = read_payment(response).await;
-    assert_eq!(status_code, 201);
-    assert_eq!(
-        outcomes[0],
-        AttemptOutcome::Failed(TransportFailure::Timeout)
-    );
-    assert!(outcomes.contains(&status(409)), "{outcomes:?}");
-    assert_eq!(*outcomes.last().unwrap(), status(201));
-    server.assert_state(
-        key,
-        &Expected {
-            effects: 1,
-            deliveries: Some(outcomes.len()),
-        },
-    );
-    assert_eq!(server.result_ids(key), vec![id.unwrap()]);
 }
 
 /// The transaction fails before commit: 503, nothing stored, the key released.
@@ -240,46 +197,6 @@ async fn contract_post_without_a_key_is_refused_with_400_and_nothing_stored() {
     assert_eq!(server.received().len(), 1);
     assert_eq!(server.received()[0].handled, Handled::MissingKey400);
     assert!(sleeper.delays().is_empty());
-}
-
-/// The key scope is (client, method, route, key): the same key from another client
-/// or on another route is another intent; from the same client it is a replay.
-#[tokio::test]
-async fn contract_key_scope_is_client_method_route_and_key() {
-    let server = ReferenceServer::start(Config::default()).await;
-    let key = "shared-looking-key-1";
-    let (client, _) = recording_client(|p| p);
-    // Expected: alice/payments, bob/payments, alice/refunds → three effects;
-    // alice/payments again → replay.
-    let mut ids = Vec::new();
-    for (token, route) in [
-        ("tok_alice", "/payments"),
-        ("tok_bob", "/payments"),
-        ("tok_alice", "/refunds"),
-        ("tok_alice", "/payments"),
-    ] {
-        let response = client
-            .post(server.at(route))
-            .bearer_auth(token)
-            .idempotency_key(key)
-            .body(payment(500).to_string())
-            .send()
-            .await
-            .unwrap();
-        let (code, id, _) = read_payment(response).await;
-        assert_eq!(code, 201);
-        ids.push(id.unwrap());
-    }
-    server.assert_state(
-        key,
-        &Expected {
-            effects: 3,
-            deliveries: Some(4),
-        },
-    );
-    assert_eq!(ids[0], ids[3]);
-    assert!(ids[2].starts_with("re_"), "{ids:?}");
-    assert_ne!(ids[0], ids[1]);
 }
 
 /// With the draft's sf-string wire format, the same key written two ways must be

@@ -1,5 +1,5 @@
-//! The server under test beside the reference: `POST /payments` as an axum route
-//! behind `tower_idempotency`'s layer (in-memory store), over real HTTP/1.1 on
+//! The server under test beside the reference: `POST /payments` and `POST /refunds`
+//! as axum routes behind `tower_idempotency`'s layer (in-memory store), over real HTTP/1.1 on
 //! 127.0.0.1. The layer alone decides claim, 409, 422, 400 and replay; the handler
 //! only makes the payment. A front in hyper plays the planned faults where they
 //! happen in a deployment and logs every request in the reference server's
@@ -151,7 +151,8 @@ impl LayerServer {
             .build()
             .expect("valid layer settings");
         Router::new()
-            .route("/payments", post(pay).route_layer(idempotency))
+            .route("/payments", post(pay).route_layer(idempotency.clone()))
+            .route("/refunds", post(pay).route_layer(idempotency))
             .with_state(shared.clone())
     }
 }
@@ -249,7 +250,7 @@ impl Drop for LayerServer {
     }
 }
 
-/// The payment: runs once per claimed key; the layer keeps what it returns.
+/// The payment (or refund): runs once per claimed key; the layer keeps what it returns.
 async fn pay(AxumState(shared): AxumState<Arc<Shared>>, request: AxumRequest) -> Response<Body> {
     let key = header(request.headers(), "idempotency-key").expect("the layer requires a key");
     *shared.lock().running.entry(key.clone()).or_default() += 1;
@@ -259,7 +260,12 @@ async fn pay(AxumState(shared): AxumState<Arc<Shared>>, request: AxumRequest) ->
     let mut state = shared.lock();
     *state.running.get_mut(&key).expect("entered above") -= 1;
     state.effects += 1;
-    let id = format!("pay_{}", state.effects);
+    let prefix = if request.uri().path() == "/refunds" {
+        "re"
+    } else {
+        "pay"
+    };
+    let id = format!("{prefix}_{}", state.effects);
     state
         .effects_by_key
         .entry(key)
