@@ -1,10 +1,12 @@
 //! One payment intent against a flaky payments server, end to end.
 //!
-//! Starts its own server on 127.0.0.1 (a tiny idempotent payments API), then:
+//! Starts its own server on 127.0.0.1 (a tiny payments API whose route sits behind
+//! `tower-idempotency`'s layer, the server half of this crate), then:
 //! 1. sends one payment that meets `503 + Retry-After: 1`, then a connection dropped
-//!    *after* the server committed the payment, then gets the stored `201` replayed —
-//!    one payment, not two;
-//! 2. reuses the key with a different amount → `422`, returned at once;
+//!    *after* the server committed the payment and its layer stored the response,
+//!    then gets the stored `201` replayed by the layer — one payment, not two;
+//! 2. reuses the key with a different amount → the layer's `422`
+//!    (`application/problem+json`), returned at once;
 //! 3. calls an endpoint slower than the deadline → a typed "deadline exceeded" error
 //!    that says the outcome is unknown.
 //!
@@ -40,6 +42,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .send()
         .await?;
     let status = response.status();
+    let replayed = replayed(&response);
     let log = response.attempt_log().cloned().unwrap_or_default();
     // The generated key, to keep with the order (here: to reuse it in step 2).
     let key = log
@@ -48,7 +51,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or_default();
     print_log(&log);
     println!(
-        "   -> {status} {}   payments created on the server: {}\n",
+        "   -> {status} {} (replayed: {replayed})   payments created on the server: {}\n",
         response.text().await?,
         server.effects()
     );
@@ -60,12 +63,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .body(r#"{"amount":900,"currency":"EUR"}"#)
         .send()
         .await?;
+    let status = response.status();
+    let problem: serde_json::Value = serde_json::from_str(&response.text().await?)?;
     println!(
-        "   -> {} {}   payments created: {} (refused before any effect)\n",
-        response.status(),
-        response.text().await?,
+        "   -> {status}, problem: {:?}   payments created: {} (refused before any effect)\n",
+        problem["title"].as_str().unwrap_or_default(),
         server.effects()
     );
+    assert_eq!(server.effects(), 1, "one intent, one payment");
 
     println!("3) an endpoint slower than a 1.2 s deadline (attempt timeout 0.5 s)");
     let slow_client = ResilientClient::with_policy(
@@ -88,6 +93,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!("demo finished in {:.1?}", started.elapsed());
     Ok(())
+}
+
+/// Whether the server's idempotency layer answered with a stored response.
+fn replayed(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(tower_idempotency::IDEMPOTENT_REPLAYED)
+        .is_some_and(|value| value == "true")
 }
 
 /// The attempt log's own `Display`: one line per attempt (number, request id, the

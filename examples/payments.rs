@@ -4,7 +4,8 @@
 //! the temp directory) *before* the first attempt. The first process sends the
 //! payment; the server commits it, but the response is lost, and the process "dies"
 //! with an unknown outcome. The restarted process reads the same key and sends the
-//! same intent again: the server replays the stored result. One payment, not two.
+//! same intent again: the server's idempotency layer (`tower-idempotency`) replays
+//! the stored result. One payment, not two.
 //!
 //! Run: `cargo run --example payments`
 
@@ -44,8 +45,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // Process 2: restarted; it finds the persisted key and resends the same intent.
     let response = pay(&client(), &server.url, &key_file, None).await?;
+    let replayed = response
+        .headers()
+        .get(tower_idempotency::IDEMPOTENT_REPLAYED)
+        .is_some_and(|value| value == "true");
     println!(
-        "process 2: {} {}",
+        "process 2: {} {} (replayed: {replayed})",
         response.status(),
         response.text().await?
     );

@@ -1,181 +1,158 @@
-//! A tiny idempotent payments API on 127.0.0.1 with scripted faults, shared by the
-//! examples (`#[path]`-included; not part of the library).
+//! A tiny payments API on 127.0.0.1 with scripted faults, shared by the examples
+//! (`#[path]`-included; not part of the library).
 //!
-//! `POST /payments` with an `Idempotency-Key`: a new key runs the next scripted
-//! fault (or commits and answers `201`); a known key with the same body replays the
-//! stored result; the same key with another body gets `422`. `POST /slow` answers
-//! after 3 s.
+//! The server half is `tower-idempotency`: `POST /payments` is an axum route behind
+//! its `IdempotencyLayer` (in-memory store). The layer, not this file, decides: a new
+//! key runs the handler (one payment, `201 {"payment_id":"pay_N"}`); a retry of a
+//! finished key gets the stored response, marked `idempotent-replayed: true`; the same
+//! key with another body gets `422`; no key gets `400`. `POST /slow` (no layer)
+//! answers after 3 s.
+//!
+//! The scripted faults sit where they happen in a deployment, so what the examples
+//! show is the layer's own behaviour:
+//! * [`Fault::Unavailable`] is answered by the front (an overloaded proxy) before the
+//!   layer sees the request: nothing claimed, nothing run;
+//! * [`Fault::CommitThenDrop`] lets the request through the layer and the handler —
+//!   the payment is made and the layer has stored the response — and then closes the
+//!   connection without answering: a lost response. The retry is the layer's replay.
 
 #![allow(dead_code)]
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{header, Request, Response, StatusCode};
+use axum::routing::post;
+use axum::Router;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use tower::ServiceExt;
+use tower_idempotency::{IdempotencyLayer, MemoryStore, SinglePrincipal};
 
-/// What the server does with the next request that carries a new key.
+/// Most connections the server accepts (an example makes a handful).
+const MAX_CONNECTIONS: usize = 100;
+
+/// What happens to the next `POST /payments`, in script order.
 #[derive(Debug, Clone, Copy)]
 pub enum Fault {
-    /// `503` with `Retry-After: 1`; nothing stored.
+    /// `503` with `Retry-After: 1` from the front; the layer never sees the request.
     Unavailable,
-    /// Commit the payment, then close the connection without answering.
+    /// The layer and the handler run (payment made, response stored), then the
+    /// connection is closed without an answer.
     CommitThenDrop,
 }
 
+/// A running payments server; its tasks end with the example's runtime.
 pub struct PaymentsServer {
     pub url: String,
-    state: Arc<Mutex<State>>,
-}
-
-#[derive(Default)]
-struct State {
-    /// key → (body, stored response)
-    keys: HashMap<String, (String, String)>,
-    script: VecDeque<Fault>,
-    effects: u32,
+    payments: Arc<AtomicU32>,
 }
 
 impl PaymentsServer {
-    pub async fn start(script: Vec<Fault>) -> std::io::Result<Self> {
+    pub async fn start(script: Vec<Fault>) -> Result<Self, Box<dyn std::error::Error>> {
+        let payments = Arc::new(AtomicU32::new(0));
+        // One caller in the examples; a real API scopes keys to the account its
+        // authentication layer found (`IdempotencyLayer::builder(..).principal(..)`).
+        let idempotency = IdempotencyLayer::builder(MemoryStore::new())
+            .principal(SinglePrincipal)
+            .build()?;
+        let app = Router::new()
+            .route("/payments", post(pay).route_layer(idempotency))
+            .route("/slow", post(slow))
+            .with_state(payments.clone());
+        let script = Arc::new(Mutex::new(VecDeque::from(script)));
+
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}", listener.local_addr()?);
-        let state = Arc::new(Mutex::new(State {
-            script: script.into(),
-            ..State::default()
-        }));
-        let shared = state.clone();
         tokio::spawn(async move {
-            // Bounded: an example makes a handful of connections.
-            for _ in 0..100 {
-                let Ok((socket, _)) = listener.accept().await else {
+            for _ in 0..MAX_CONNECTIONS {
+                let Ok((stream, _)) = listener.accept().await else {
                     return;
                 };
-                tokio::spawn(serve(socket, shared.clone()));
+                let (app, script) = (app.clone(), script.clone());
+                let service =
+                    service_fn(move |request| front(app.clone(), script.clone(), request));
+                tokio::spawn(async move {
+                    // An error is a connection dropped on purpose (or by the client).
+                    let _ = http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
             }
         });
-        Ok(Self { url, state })
+        Ok(Self { url, payments })
     }
 
-    /// Payments created so far.
+    /// Payments made so far (handler runs, not responses sent).
     pub fn effects(&self) -> u32 {
-        self.state.lock().unwrap().effects
+        self.payments.load(Ordering::SeqCst)
     }
 }
 
-enum Action {
-    Respond(&'static str, &'static str, String),
-    CommitThenDrop,
+/// The payment itself: runs once per key; the layer keeps what it returns.
+async fn pay(
+    State(payments): State<Arc<AtomicU32>>,
+) -> (StatusCode, [(header::HeaderName, &'static str); 1], String) {
+    let id = payments.fetch_add(1, Ordering::SeqCst) + 1;
+    (
+        StatusCode::CREATED,
+        [(header::CONTENT_TYPE, "application/json")],
+        format!(r#"{{"payment_id":"pay_{id}"}}"#),
+    )
 }
 
-async fn serve(mut socket: TcpStream, state: Arc<Mutex<State>>) {
-    let Some((head, body)) = read_request(&mut socket).await else {
-        return;
+async fn slow() -> &'static str {
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    "{}"
+}
+
+/// The service error that makes hyper close the connection without writing a
+/// response.
+#[derive(Debug)]
+struct Dropped;
+
+impl fmt::Display for Dropped {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("connection dropped on purpose")
+    }
+}
+
+impl std::error::Error for Dropped {}
+
+/// In front of the app: plays the next scripted fault of a `POST /payments`.
+async fn front(
+    app: Router,
+    script: Arc<Mutex<VecDeque<Fault>>>,
+    request: Request<Incoming>,
+) -> Result<Response<Body>, Dropped> {
+    let fault = if request.uri().path() == "/payments" {
+        script.lock().unwrap().pop_front()
+    } else {
+        None
     };
-    if head.split_whitespace().nth(1) == Some("/slow") {
-        tokio::time::sleep(Duration::from_secs(3)).await;
-        let _ = respond(&mut socket, "200 OK", "", "{}").await;
-        return;
+    if let Some(Fault::Unavailable) = fault {
+        return Ok(Response::builder()
+            .status(StatusCode::SERVICE_UNAVAILABLE)
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::RETRY_AFTER, "1")
+            .body(Body::from(r#"{"error":"overloaded"}"#))
+            .expect("a valid response"));
     }
-    let key = head.lines().find_map(|line| {
-        let (name, value) = line.split_once(':')?;
-        name.eq_ignore_ascii_case("idempotency-key")
-            .then(|| value.trim().to_owned())
-    });
-    let Some(key) = key else {
-        let _ = respond(
-            &mut socket,
-            "400 Bad Request",
-            "",
-            r#"{"error":"key required"}"#,
-        )
-        .await;
-        return;
+    let response = match app.oneshot(request).await {
+        Ok(response) => response,
+        Err(never) => match never {},
     };
-    let action = decide(&mut state.lock().unwrap(), key, body);
-    match action {
-        Action::Respond(status, extra, body) => {
-            let _ = respond(&mut socket, status, extra, &body).await;
-        }
-        Action::CommitThenDrop => drop(socket), // committed; the response is lost
+    match fault {
+        // The layer returned the response, so it has already stored it.
+        Some(Fault::CommitThenDrop) => Err(Dropped),
+        _ => Ok(response),
     }
-}
-
-fn decide(state: &mut State, key: String, body: String) -> Action {
-    if let Some((stored_body, stored)) = state.keys.get(&key) {
-        return if *stored_body == body {
-            Action::Respond("201 Created", "", stored.clone())
-        } else {
-            Action::Respond(
-                "422 Unprocessable Entity",
-                "",
-                r#"{"error":"key reused with a different payload"}"#.to_owned(),
-            )
-        };
-    }
-    if let Some(Fault::Unavailable) = state.script.front() {
-        state.script.pop_front();
-        return Action::Respond(
-            "503 Service Unavailable",
-            "retry-after: 1\r\n",
-            r#"{"error":"overloaded"}"#.to_owned(),
-        );
-    }
-    state.effects += 1;
-    let stored = format!(r#"{{"payment_id":"pay_{}"}}"#, state.effects);
-    state.keys.insert(key, (body, stored.clone()));
-    match state.script.pop_front() {
-        Some(Fault::CommitThenDrop) => Action::CommitThenDrop,
-        _ => Action::Respond("201 Created", "", stored),
-    }
-}
-
-async fn respond(
-    socket: &mut TcpStream,
-    status: &str,
-    extra_headers: &str,
-    body: &str,
-) -> std::io::Result<()> {
-    let response = format!(
-        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n{extra_headers}\r\n{body}",
-        body.len()
-    );
-    socket.write_all(response.as_bytes()).await?;
-    socket.shutdown().await
-}
-
-/// Reads one request head and its Content-Length body.
-async fn read_request(socket: &mut TcpStream) -> Option<(String, String)> {
-    let mut buffer = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let end = loop {
-        let n = socket.read(&mut chunk).await.ok()?;
-        if n == 0 || buffer.len() > 64 * 1024 {
-            return None;
-        }
-        buffer.extend_from_slice(&chunk[..n]);
-        if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-            break end;
-        }
-    };
-    let head = String::from_utf8_lossy(&buffer[..end]).into_owned();
-    let length: usize = head
-        .lines()
-        .find_map(|line| {
-            let (name, value) = line.split_once(':')?;
-            name.eq_ignore_ascii_case("content-length")
-                .then(|| value.trim().parse().ok())?
-        })
-        .unwrap_or(0)
-        .min(1 << 20);
-    while buffer.len() < end + 4 + length {
-        let n = socket.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buffer.extend_from_slice(&chunk[..n]);
-    }
-    let body = String::from_utf8_lossy(&buffer[end + 4..end + 4 + length]).into_owned();
-    Some((head, body))
 }

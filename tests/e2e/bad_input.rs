@@ -14,7 +14,9 @@ use reqwest_resilience::{
 };
 
 use crate::support::raw_server::{unavailable_with_retry_after, RawServer};
-use crate::support::{payment, post_payment, recording_client, Config, ReferenceServer, MS};
+use crate::support::{
+    payment, post_payment, recording_client, Config, IdempotentServer, ReferenceServer, MS,
+};
 
 const CEILING: Duration = Duration::from_secs(20);
 const DEADLINE: Duration = Duration::from_secs(30);

@@ -7,7 +7,7 @@ use reqwest_resilience::{DelayReason, ResilientClient, RetryPolicy, TokioSleeper
 
 use crate::support::{
     payment, post_payment, read_payment, wait_until, Config, Expected, Fault, Handled,
-    ReferenceServer,
+    IdempotentServer, ReferenceServer,
 };
 
 /// How long the server is watched after the drop: past the 1 s Retry-After.

@@ -3,7 +3,9 @@
 //! failing intent (the path with the most logging).
 
 use crate::log_capture::capture_traces;
-use crate::support::{recording_client, Config, Expected, Fault, ReferenceServer};
+use crate::support::{
+    recording_client, Config, Expected, Fault, IdempotentServer, ReferenceServer,
+};
 
 const KEY: &str = "idem-SECRETKEY-7c1f09a2b3d4e5f6";
 const KEY_TAIL: &str = "SECRETKEY-7c1f09a2b3d4e5f6";

@@ -12,7 +12,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use crate::support::reference_server::RandomFaults;
-use crate::support::{read_payment, within, Config, ReferenceServer, MS};
+use crate::support::{read_payment, within, Config, IdempotentServer, ReferenceServer, MS};
 
 const INTENTS: usize = 2_000;
 const CONCURRENCY: usize = 200;

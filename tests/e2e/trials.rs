@@ -22,8 +22,8 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use crate::support::{
-    payment, post_payment, read_payment, recording_client, within, Config, Fault, ReferenceServer,
-    MS,
+    payment, post_payment, read_payment, recording_client, within, Config, Fault, IdempotentServer,
+    ReferenceServer, MS,
 };
 
 const DEFAULT_TRIALS: usize = 200;

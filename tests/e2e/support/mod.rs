@@ -1,9 +1,12 @@
 //! Shared helpers for the end-to-end tests: client builders, bounded waiting, and
-//! the two servers (the reference idempotent server and a raw TCP server for
-//! responses hyper would never write).
+//! the servers: the reference idempotent server (the oracle), the layer server
+//! (`tower-idempotency` in front of an axum route; both answer [`IdempotentServer`]),
+//! and a raw TCP server for responses hyper would never write.
 
 #![allow(dead_code)]
 
+pub mod idempotent_server;
+pub mod layer_server;
 pub mod raw_server;
 pub mod reference_server;
 
@@ -12,11 +15,22 @@ use std::time::{Duration, Instant};
 
 use reqwest_resilience::{
     AttemptOutcome, Backoff, RecordingSleeper, ResilientClient, RetryPolicy, RetryPolicyBuilder,
+    TransportFailure,
 };
 
+pub use idempotent_server::IdempotentServer;
+pub use layer_server::LayerServer;
 pub use reference_server::{Config, Expected, Fault, Handled, ReferenceServer};
 
 pub const MS: Duration = Duration::from_millis(1);
+
+/// A connection closed with no response.
+pub const LOST: AttemptOutcome = AttemptOutcome::Failed(TransportFailure::ConnectionLost);
+
+/// An attempt answered with `code`.
+pub fn status(code: u16) -> AttemptOutcome {
+    AttemptOutcome::Status(http::StatusCode::from_u16(code).expect("a valid status"))
+}
 
 /// A policy for tests: instant recorded sleeps, seeded jitter, no budget limit.
 pub fn recording_policy(sleeper: &RecordingSleeper) -> RetryPolicyBuilder {
@@ -101,7 +115,7 @@ pub fn payment(amount: u64) -> serde_json::Value {
 /// the binary does not need the crate's `json` feature).
 pub fn post_payment(
     client: &ResilientClient,
-    server: &ReferenceServer,
+    server: &impl IdempotentServer,
     key: &str,
     payload: &serde_json::Value,
 ) -> reqwest_resilience::RequestBuilder {

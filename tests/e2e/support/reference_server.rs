@@ -39,6 +39,8 @@ use rand::{Rng, SeedableRng};
 use tokio::net::TcpListener;
 use tokio::task::{JoinHandle, JoinSet};
 
+use super::IdempotentServer;
+
 /// Most connections one server accepts in its life (bounds the accept loop; the
 /// stress test needs a few thousand).
 const MAX_CONNECTIONS: usize = 50_000;
@@ -111,6 +113,9 @@ pub enum Handled {
     DroppedBeforeCommit,
     NotFound404,
     Ok200,
+    /// A refusal with this status that the reference server never gives (the
+    /// layer's 401, 410, 413, …).
+    Refused(u16),
 }
 
 /// One request as the server received it.
@@ -314,11 +319,6 @@ impl ReferenceServer {
         }
     }
 
-    /// `url` + `path`.
-    pub fn at(&self, path: &str) -> String {
-        format!("{}{path}", self.url)
-    }
-
     /// Faults for the next requests carrying `key`, in order (appended to any plan).
     pub fn plan(&self, key: &str, faults: impl IntoIterator<Item = Fault>) {
         self.shared
@@ -342,15 +342,6 @@ impl ReferenceServer {
     /// Payments created, all keys.
     pub fn effects(&self) -> usize {
         self.shared.lock().effects
-    }
-
-    /// Payments created for `key` (every scope, every expiry).
-    pub fn effects_for(&self, key: &str) -> usize {
-        self.shared
-            .lock()
-            .effects_by_key
-            .get(key)
-            .map_or(0, Vec::len)
     }
 
     /// The result ids created for `key`, oldest first.
@@ -384,16 +375,6 @@ impl ReferenceServer {
             .collect()
     }
 
-    /// Requests received with `key`.
-    pub fn deliveries(&self, key: &str) -> usize {
-        self.shared
-            .lock()
-            .log
-            .iter()
-            .filter(|r| r.key.as_deref() == Some(key))
-            .count()
-    }
-
     /// True while some scope of `key` is claimed and not yet completed.
     pub fn is_in_progress(&self, key: &str) -> bool {
         self.shared
@@ -424,24 +405,35 @@ impl ReferenceServer {
         )
         .await;
     }
+}
 
-    /// Waits (bounded) until nothing at all is in flight.
-    pub async fn wait_idle(&self, limit: Duration) {
-        super::wait_until("the server to be idle", limit, || self.in_flight() == 0).await;
+impl IdempotentServer for ReferenceServer {
+    async fn start(config: Config) -> Self {
+        ReferenceServer::start(config).await
     }
 
-    /// Asserts the expected state of `key`, with the server log in the message.
-    pub fn assert_state(&self, key: &str, expected: &Expected) {
-        let observed = Expected {
-            effects: self.effects_for(key),
-            deliveries: expected.deliveries.map(|_| self.deliveries(key)),
-        };
-        assert_eq!(
-            observed,
-            *expected,
-            "server state for key {key:?} differs; it received:\n{:#?}",
-            self.received_with(key)
-        );
+    fn url(&self) -> &str {
+        &self.url
+    }
+
+    fn plan(&self, key: &str, faults: &[Fault]) {
+        ReferenceServer::plan(self, key, faults.iter().copied());
+    }
+
+    fn result_ids(&self, key: &str) -> Vec<String> {
+        ReferenceServer::result_ids(self, key)
+    }
+
+    fn received_with(&self, key: &str) -> Vec<Received> {
+        ReferenceServer::received_with(self, key)
+    }
+
+    fn is_in_progress(&self, key: &str) -> bool {
+        ReferenceServer::is_in_progress(self, key)
+    }
+
+    fn in_flight(&self) -> usize {
+        ReferenceServer::in_flight(self)
     }
 }
 
