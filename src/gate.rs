@@ -92,12 +92,31 @@ pub trait Gate: Send + Sync + 'static {
     fn attempt_finished(&self, scope: &GateScope<'_>, outcome: &AttemptOutcome, struggling: bool) {
         let _ = (scope, outcome, struggling);
     }
+
+    /// This gate admitted the attempt `scope` describes, then a gate asked after it
+    /// refused: nothing will be sent. Undo what [`admit`](Self::admit) counted — a
+    /// breaker's probe slot comes back at once, a budget's withdrawal is returned —
+    /// so that one gate's refusal never makes another hold back traffic it would
+    /// have let through. Called with the same scope, at once, in reverse order of
+    /// the gates that admitted.
+    fn not_sent(&self, scope: &GateScope<'_>) {
+        let _ = scope;
+    }
 }
 
-/// Asks every gate, in order, until one refuses.
+/// Asks every gate, in order, until one refuses; the gates that admitted before
+/// the refusal hear that nothing is sent.
 #[inline]
 pub(crate) fn admit_all(gates: &[Arc<dyn Gate>], scope: &GateScope<'_>) -> Result<(), GateRefusal> {
-    gates.iter().try_for_each(|gate| gate.admit(scope))
+    for (asked, gate) in gates.iter().enumerate() {
+        if let Err(refusal) = gate.admit(scope) {
+            for earlier in gates[..asked].iter().rev() {
+                earlier.not_sent(scope);
+            }
+            return Err(refusal);
+        }
+    }
+    Ok(())
 }
 
 /// Tells every gate how an attempt ended.
@@ -117,15 +136,25 @@ pub(crate) fn tell_all(
 #[derive(Debug, Clone, Copy)]
 pub struct GateScope<'a> {
     pub(crate) host: &'a str,
+    pub(crate) authority: &'a str,
     pub(crate) now: Instant,
     pub(crate) attempt: u32,
     pub(crate) retry_cause: Option<RetryCause>,
+    pub(crate) attempt_duration: Duration,
 }
 
 impl<'a> GateScope<'a> {
     /// The request's host (empty when the URL has none).
     pub fn host(&self) -> &'a str {
         self.host
+    }
+
+    /// The request's origin, `scheme://host[:port]` with the port left out when it
+    /// is the scheme's default (as the URL spells it) and never any credentials:
+    /// what per-authority gates key their state by, so that two services on one
+    /// host at different ports never share a circuit.
+    pub fn authority(&self) -> &'a str {
+        self.authority
     }
 
     /// Now, on the policy's clock.
@@ -144,6 +173,12 @@ impl<'a> GateScope<'a> {
     pub fn retry_cause(&self) -> Option<RetryCause> {
         self.retry_cause
     }
+
+    /// In [`Gate::attempt_finished`], how long the attempt took; zero in
+    /// [`Gate::admit`] and [`Gate::not_sent`].
+    pub fn attempt_duration(&self) -> Duration {
+        self.attempt_duration
+    }
 }
 
 /// Why the intent wants another attempt.
@@ -158,10 +193,12 @@ pub enum RetryCause {
 }
 
 /// A gate held an attempt back: which gate, and when it may admit again.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct GateRefusal {
     gate: Cow<'static, str>,
+    authority: Option<Box<str>>,
     retry_after: Option<Duration>,
+    rejection_probability: Option<f64>,
     /// The retry budget's refusal: the error says `is_budget_exhausted()`.
     pub(crate) budget: bool,
 }
@@ -179,7 +216,9 @@ impl GateRefusal {
     pub fn new(gate: impl Into<Cow<'static, str>>) -> Self {
         Self {
             gate: gate.into(),
+            authority: None,
             retry_after: None,
+            rejection_probability: None,
             budget: false,
         }
     }
@@ -193,9 +232,33 @@ impl GateRefusal {
         self
     }
 
+    /// The refusal concerns `authority` (`scheme://host[:port]`, see
+    /// [`GateScope::authority`]): the gate keeps its state per authority.
+    pub fn with_authority(mut self, authority: &str) -> Self {
+        self.authority = Some(authority.into());
+        self
+    }
+
+    /// The gate refused at random with this probability (a throttle), in [0, 1].
+    pub fn with_rejection_probability(mut self, probability: f64) -> Self {
+        self.rejection_probability = Some(probability);
+        self
+    }
+
     /// The refusing gate's name.
     pub fn gate(&self) -> &str {
         &self.gate
+    }
+
+    /// The authority whose state refused, when the gate keeps state per authority.
+    pub fn authority(&self) -> Option<&str> {
+        self.authority.as_deref()
+    }
+
+    /// The probability with which the gate was refusing when it refused, if it
+    /// refuses at random.
+    pub fn rejection_probability(&self) -> Option<f64> {
+        self.rejection_probability
     }
 
     /// When the gate expects to admit again, if it said.
@@ -207,8 +270,14 @@ impl GateRefusal {
 impl fmt::Display for GateRefusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "held back by the {} gate", self.gate)?;
+        if let Some(authority) = &self.authority {
+            write!(f, " for {authority}")?;
+        }
         if let Some(delay) = self.retry_after {
             write!(f, " (admits again in {} ms)", delay.as_millis())?;
+        }
+        if let Some(p) = self.rejection_probability {
+            write!(f, " (rejecting {:.1} % of attempts)", p * 100.0)?;
         }
         Ok(())
     }
