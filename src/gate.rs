@@ -282,3 +282,225 @@ impl fmt::Display for GateRefusal {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{AdaptiveThrottle, CircuitBreaker, RetryBudget};
+    use proptest::prelude::*;
+
+    const A: &str = "http://127.0.0.1:8080";
+
+    fn scope(now: Instant, retry_cause: Option<RetryCause>) -> GateScope<'static> {
+        GateScope {
+            host: "127.0.0.1",
+            authority: A,
+            now,
+            attempt: if retry_cause.is_some() { 2 } else { 1 },
+            retry_cause,
+            attempt_duration: Duration::ZERO,
+        }
+    }
+
+    fn failed() -> AttemptOutcome {
+        AttemptOutcome::Status(http::StatusCode::SERVICE_UNAVAILABLE)
+    }
+
+    fn ok() -> AttemptOutcome {
+        AttemptOutcome::Status(http::StatusCode::OK)
+    }
+
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum Kind {
+        Budget,
+        Breaker,
+        Throttle,
+    }
+
+    const ORDERS: [[Kind; 3]; 6] = {
+        use Kind::*;
+        [
+            [Budget, Breaker, Throttle],
+            [Budget, Throttle, Breaker],
+            [Breaker, Budget, Throttle],
+            [Breaker, Throttle, Budget],
+            [Throttle, Budget, Breaker],
+            [Throttle, Breaker, Budget],
+        ]
+    };
+
+    /// The three gates, each either about to refuse or about to admit at a cost:
+    /// the breaker's break is over (its next admission is the probe), the budget
+    /// holds one retry, the throttle admits (an admission costs it nothing).
+    struct Setup {
+        budget: RetryBudget,
+        breaker: CircuitBreaker,
+        throttle: AdaptiveThrottle,
+        now: Instant,
+    }
+
+    fn setup(refuser: Kind) -> Setup {
+        let built = Instant::now();
+        let budget = RetryBudget::builder()
+            .ratio(0.000_001)
+            .reserve(u32::from(refuser != Kind::Budget))
+            .per_host(true)
+            .build()
+            .unwrap();
+        let breaker = CircuitBreaker::builder()
+            .minimum_throughput(2)
+            .break_duration(Duration::from_secs(1))
+            .build()
+            .unwrap();
+        let throttle = AdaptiveThrottle::builder()
+            .max_rejection_probability(0.999_999)
+            .min_requests(2)
+            .seed(1)
+            .build()
+            .unwrap();
+        let at = built + Duration::from_secs(1);
+        for _ in 0..2 {
+            breaker.attempt_finished(&scope(at, None), &failed(), true);
+        }
+        let now = if refuser == Kind::Breaker {
+            at + Duration::from_millis(500) // inside the break
+        } else {
+            at + Duration::from_secs(1) // the break is over: a probe may go
+        };
+        if refuser == Kind::Throttle {
+            for _ in 0..1_000 {
+                throttle.attempt_finished(&scope(now, None), &failed(), true);
+            }
+        }
+        Setup {
+            budget,
+            breaker,
+            throttle,
+            now,
+        }
+    }
+
+    impl Setup {
+        fn gate(&self, kind: Kind) -> Arc<dyn Gate> {
+            match kind {
+                Kind::Budget => Arc::new(self.budget.clone()),
+                Kind::Breaker => Arc::new(self.breaker.clone()),
+                Kind::Throttle => Arc::new(self.throttle.clone()),
+            }
+        }
+    }
+
+    /// Every order of the three gates, each one refusing in turn: the gates
+    /// asked before the refusal get back what they gave — the breaker's probe
+    /// slot (the next attempt is the probe) and the budget's retry.
+    #[test]
+    fn a_refusal_gives_back_what_the_earlier_gates_admitted() {
+        for order in ORDERS {
+            for refuser in order {
+                let row = format!("{order:?}, {refuser:?} refuses");
+                let s = setup(refuser);
+                let gates: Vec<_> = order.iter().map(|&kind| s.gate(kind)).collect();
+                let retry = scope(s.now, Some(RetryCause::Transient));
+                let refusal = admit_all(&gates, &retry).expect_err(&row);
+                let expected = match refuser {
+                    Kind::Budget => "retry_budget",
+                    Kind::Breaker => "circuit_breaker",
+                    Kind::Throttle => "adaptive_throttle",
+                };
+                assert_eq!(refusal.gate(), expected, "{row}");
+                if refuser != Kind::Budget {
+                    // The budget's retry is still there (returned, or never taken).
+                    assert_eq!(s.budget.available_at(A, s.now), 1, "{row}");
+                }
+                if refuser != Kind::Breaker {
+                    // The probe slot is free (returned, or never taken): this
+                    // admission is the probe, and the next is refused.
+                    s.breaker.admit(&retry).expect(&row);
+                    assert!(s.breaker.admit(&retry).is_err(), "{row}");
+                }
+            }
+        }
+    }
+
+    /// Simulated traffic against one authority, healthy, down, then healthy again,
+    /// through the three gates in a given order. Each tick of 100 ms brings
+    /// `per_tick` intents; a failed first attempt is retried once if the gates
+    /// admit it. Outcomes arrive at once.
+    struct Run {
+        gates: Vec<Arc<dyn Gate>>,
+        start: Instant,
+    }
+
+    impl Run {
+        /// The last tick (in ms after `start`) at which a first attempt was refused.
+        fn last_refusal(&self, per_tick: u32, outage_ms: (u64, u64), end_ms: u64) -> Option<u64> {
+            let mut last = None;
+            for tick in (0..end_ms).step_by(100) {
+                let now = self.start + Duration::from_millis(tick);
+                let down = (outage_ms.0..outage_ms.1).contains(&tick);
+                for _ in 0..per_tick {
+                    if admit_all(&self.gates, &scope(now, None)).is_err() {
+                        last = Some(tick);
+                        continue;
+                    }
+                    let (outcome, struggling) = if down {
+                        (failed(), true)
+                    } else {
+                        (ok(), false)
+                    };
+                    tell_all(&self.gates, &scope(now, None), &outcome, struggling);
+                    let retry = scope(now, Some(RetryCause::Transient));
+                    if struggling && admit_all(&self.gates, &retry).is_ok() {
+                        tell_all(&self.gates, &retry, &outcome, true);
+                    }
+                }
+            }
+            last
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        /// No order of the gates leaves a recovered service refused longer than
+        /// the longest gate's own recovery rule: the breaker lets a probe go one
+        /// break after it opened, the throttle forgets an outage one window after
+        /// its last failure, the budget never refuses a first attempt.
+        #[test]
+        fn no_order_outlasts_the_longest_recovery_rule(
+            order in 0usize..6,
+            per_tick in 1u32..12,
+            outage_s in 1u64..20,
+            break_ms in 100u64..6_000,
+            window_ms in 500u64..8_000,
+            min_throughput in 2u32..150,
+            seed in any::<u64>(),
+        ) {
+            let start = Instant::now();
+            let budget = RetryBudget::builder().per_host(true).build().unwrap();
+            let breaker = CircuitBreaker::builder()
+                .minimum_throughput(min_throughput)
+                .break_duration(Duration::from_millis(break_ms))
+                .build()
+                .unwrap();
+            let throttle = AdaptiveThrottle::builder()
+                .window(Duration::from_millis(window_ms))
+                .seed(seed)
+                .build()
+                .unwrap();
+            let s = Setup { budget, breaker, throttle, now: start };
+            let gates = ORDERS[order].iter().map(|&kind| s.gate(kind)).collect();
+            let run = Run { gates, start: start + Duration::from_millis(1) };
+            let outage = (10_000, 10_000 + outage_s * 1_000);
+            let bound = break_ms.max(window_ms);
+            let end = outage.1 + bound + 5_000;
+            let last = run.last_refusal(per_tick, outage, end);
+            if let Some(last) = last {
+                prop_assert!(
+                    last < outage.1 + bound,
+                    "{:?}: refused at {} ms, {} ms after recovery (bound {} ms)",
+                    ORDERS[order], last, last - outage.1.min(last), bound
+                );
+            }
+        }
+    }
+}
