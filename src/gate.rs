@@ -109,10 +109,11 @@ pub trait Gate: Send + Sync + 'static {
 #[inline]
 pub(crate) fn admit_all(gates: &[Arc<dyn Gate>], scope: &GateScope<'_>) -> Result<(), GateRefusal> {
     for (asked, gate) in gates.iter().enumerate() {
-        if let Err(refusal) = gate.admit(scope) {
+        if let Err(mut refusal) = gate.admit(scope) {
             for earlier in gates[..asked].iter().rev() {
                 earlier.not_sent(scope);
             }
+            refusal.first_attempt = scope.retry_cause.is_none();
             return Err(refusal);
         }
     }
@@ -199,6 +200,8 @@ pub struct GateRefusal {
     authority: Option<Box<str>>,
     retry_after: Option<Duration>,
     rejection_probability: Option<f64>,
+    /// Set by the loop: the refused attempt was the intent's first.
+    first_attempt: bool,
     /// The retry budget's refusal: the error says `is_budget_exhausted()`.
     pub(crate) budget: bool,
 }
@@ -219,6 +222,7 @@ impl GateRefusal {
             authority: None,
             retry_after: None,
             rejection_probability: None,
+            first_attempt: false,
             budget: false,
         }
     }
@@ -243,6 +247,12 @@ impl GateRefusal {
     pub fn with_rejection_probability(mut self, probability: f64) -> Self {
         self.rejection_probability = Some(probability);
         self
+    }
+
+    /// The refused attempt was the intent's first (nothing was sent); otherwise it
+    /// was a retry. Set when the policy asks its gates, whatever the gate said.
+    pub fn is_first_attempt(&self) -> bool {
+        self.first_attempt
     }
 
     /// The refusing gate's name.
