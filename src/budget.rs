@@ -102,6 +102,12 @@ pub struct RetryBudget {
 /// Builder for [`RetryBudget`]; setters never fail, [`build`](Self::build) validates.
 #[derive(Clone, Debug)]
 pub struct RetryBudgetBuilder {
+    settings: Settings,
+}
+
+/// A budget's settings, as the builder holds them and the built budget keeps them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Settings {
     ratio: f64,
     window: Duration,
     reserve: u32,
@@ -121,12 +127,9 @@ pub enum InvalidBudget {
 }
 
 struct Inner {
-    ratio: f64,
+    settings: Settings,
     ratio_scaled: Millionths,
-    window: Duration,
     epochs: Epochs,
-    reserve: u32,
-    per_host: bool,
     unlimited: bool,
     state: Mutex<State>,
 }
@@ -190,7 +193,7 @@ impl Inner {
 
     /// `ratio × deposits + reserve`, in millionths, exactly.
     fn allowance_scaled(&self, deposits: u64) -> u128 {
-        self.ratio_scaled.of(deposits) + whole(u64::from(self.reserve))
+        self.ratio_scaled.of(deposits) + whole(u64::from(self.settings.reserve))
     }
 }
 
@@ -198,10 +201,12 @@ impl RetryBudget {
     /// A builder starting from the default settings (see [`RetryBudget::new_default`]).
     pub fn builder() -> RetryBudgetBuilder {
         RetryBudgetBuilder {
-            ratio: DEFAULT_RATIO,
-            window: DEFAULT_WINDOW,
-            reserve: DEFAULT_RESERVE,
-            per_host: false,
+            settings: Settings {
+                ratio: DEFAULT_RATIO,
+                window: DEFAULT_WINDOW,
+                reserve: DEFAULT_RESERVE,
+                per_host: false,
+            },
         }
     }
 
@@ -300,7 +305,7 @@ impl RetryBudget {
     ) -> Option<R> {
         let epoch = self.inner.epochs.of(now);
         let mut state = self.inner.lock();
-        let window = state.window_mut(scope, epoch, self.inner.per_host)?;
+        let window = state.window_mut(scope, epoch, self.inner.settings.per_host)?;
         let epoch = window.advance(epoch);
         Some(f(window, epoch))
     }
@@ -319,7 +324,7 @@ impl RetryBudget {
             withdrawals,
         } = inner
             .lock()
-            .window(scope, inner.per_host)
+            .window(scope, inner.settings.per_host)
             .map_or_else(Traffic::default, |w| w.sum(epoch));
         let allowed = inner.allowance_scaled(deposits) / whole(1);
         let left = allowed.saturating_sub(u128::from(withdrawals));
@@ -328,22 +333,22 @@ impl RetryBudget {
 
     /// Fraction of ordinary requests that may be retried.
     pub fn ratio(&self) -> f64 {
-        self.inner.ratio
+        self.inner.settings.ratio
     }
 
     /// Length of the sliding window.
     pub fn window(&self) -> Duration {
-        self.inner.window
+        self.inner.settings.window
     }
 
     /// Retries granted per window even without traffic.
     pub fn reserve(&self) -> u32 {
-        self.inner.reserve
+        self.inner.settings.reserve
     }
 
     /// Whether each host (scope) has its own window.
     pub fn is_per_host(&self) -> bool {
-        self.inner.per_host
+        self.inner.settings.per_host
     }
 }
 
@@ -365,7 +370,7 @@ impl Gate for RetryBudget {
             Some(_) if self.try_withdraw_at(scope.authority(), scope.now()) => Ok(()),
             Some(_) => {
                 let refusal = GateRefusal::budget_exhausted();
-                Err(if self.inner.per_host {
+                Err(if self.inner.settings.per_host {
                     refusal.with_authority(scope.authority())
                 } else {
                     refusal
@@ -393,10 +398,10 @@ impl fmt::Debug for RetryBudget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let inner = &*self.inner;
         let mut out = f.debug_struct("RetryBudget");
-        out.field("ratio", &inner.ratio)
-            .field("window", &inner.window)
-            .field("reserve", &inner.reserve)
-            .field("per_host", &inner.per_host)
+        out.field("ratio", &inner.settings.ratio)
+            .field("window", &inner.settings.window)
+            .field("reserve", &inner.settings.reserve)
+            .field("per_host", &inner.settings.per_host)
             .field("unlimited", &inner.unlimited);
         if !inner.unlimited {
             // Copy the counts out; the lock is released before formatting.
@@ -425,19 +430,19 @@ impl RetryBudgetBuilder {
     /// Applied in millionths: the effective ratio is the ratio rounded down to
     /// 6 decimal places.
     pub fn ratio(mut self, r: f64) -> Self {
-        self.ratio = r;
+        self.settings.ratio = r;
         self
     }
 
     /// Length of the sliding window, 1 s ..= 1 h (default 10 s).
     pub fn window(mut self, w: Duration) -> Self {
-        self.window = w;
+        self.settings.window = w;
         self
     }
 
     /// Retries granted per window even with no traffic; any `u32`, including 0 (default 10).
     pub fn reserve(mut self, retries_per_window: u32) -> Self {
-        self.reserve = retries_per_window;
+        self.settings.reserve = retries_per_window;
         self
     }
 
@@ -452,7 +457,7 @@ impl RetryBudgetBuilder {
     /// the new scope is not tracked and its retries are granted — never charged to
     /// another scope's window.
     pub fn per_host(mut self, yes: bool) -> Self {
-        self.per_host = yes;
+        self.settings.per_host = yes;
         self
     }
 
@@ -463,11 +468,12 @@ impl RetryBudgetBuilder {
     }
 
     fn validate(&self) -> Result<(), InvalidBudget> {
-        if !(self.ratio.is_finite() && self.ratio > 0.0 && self.ratio <= 1.0) {
-            return Err(InvalidBudget::Ratio(self.ratio));
+        let s = &self.settings;
+        if !(s.ratio.is_finite() && s.ratio > 0.0 && s.ratio <= 1.0) {
+            return Err(InvalidBudget::Ratio(s.ratio));
         }
-        if !(MIN_WINDOW..=MAX_WINDOW).contains(&self.window) {
-            return Err(InvalidBudget::Window(self.window));
+        if !(MIN_WINDOW..=MAX_WINDOW).contains(&s.window) {
+            return Err(InvalidBudget::Window(s.window));
         }
         Ok(())
     }
@@ -476,12 +482,9 @@ impl RetryBudgetBuilder {
     fn build_at(self, origin: Instant, unlimited: bool) -> RetryBudget {
         RetryBudget {
             inner: Arc::new(Inner {
-                ratio: self.ratio,
-                ratio_scaled: Millionths::floor(self.ratio, 1),
-                window: self.window,
-                epochs: Epochs::new(origin, self.window),
-                reserve: self.reserve,
-                per_host: self.per_host,
+                settings: self.settings,
+                ratio_scaled: Millionths::floor(self.settings.ratio, 1),
+                epochs: Epochs::new(origin, self.settings.window),
                 unlimited,
                 state: Mutex::new(State {
                     shared: Window::default(),
