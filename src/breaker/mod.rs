@@ -21,7 +21,7 @@ const NAME: &str = "circuit_breaker";
 const TARGET: &str = "reqwest_resilience::breaker";
 
 pub(crate) const DEFAULT_FAILURE_RATIO: f64 = 0.5;
-pub(crate) const DEFAULT_SAMPLING_DURATION: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_SAMPLING_DURATION: Duration = Duration::from_secs(5);
 pub(crate) const DEFAULT_MINIMUM_THROUGHPUT: u32 = 100;
 pub(crate) const DEFAULT_BREAK_DURATION: Duration = Duration::from_secs(5);
 pub(crate) const DEFAULT_PROBES: u32 = 1;
@@ -64,10 +64,17 @@ const MAX_BREAK: Duration = Duration::from_secs(86_400);
 ///   ([`GateRefusal::retry_after`]); the error says
 ///   [`is_gate_refused`](crate::Error::is_gate_refused).
 /// * With [`per_host(true)`](CircuitBreakerBuilder::per_host) (the default) every
-///   host has its own circuit, so one dead host does not refuse intents to
-///   healthy ones. **A host whose traffic stays under the minimum throughput
-///   within the sampling duration never opens its circuit**, however many of its
-///   attempts fail: the budget and max attempts are all that protect it.
+///   authority — scheme, host and port ([`GateScope::authority`]) — has its own
+///   circuit, so one dead service does not refuse intents to healthy ones, even on
+///   the same host. **An authority whose traffic stays under the minimum
+///   throughput within the sampling duration never opens its circuit**, however
+///   many of its attempts fail: the budget and max attempts are all that protect it.
+/// * Gates compose: when a gate asked after the breaker refuses an attempt the
+///   breaker admitted as a probe, the probe's slot comes back at once
+///   ([`Gate::not_sent`]), so the next intent is the probe.
+/// * With a [`slow_call_duration`](CircuitBreakerBuilder::slow_call_duration), an
+///   attempt that took at least that long counts as a failure whatever it
+///   answered, and a probe holds its slot at most that long.
 /// * [`isolate`](CircuitBreaker::isolate) forces every circuit open until
 ///   [`reset`](CircuitBreaker::reset), which also closes them all;
 ///   [`state`](CircuitBreaker::state) reads one.
@@ -75,11 +82,11 @@ const MAX_BREAK: Duration = Duration::from_secs(86_400);
 ///   closes the circuit (with an empty window), a failure opens it for another
 ///   break. The gate cannot tell a probe's outcome from the late outcome of an
 ///   attempt admitted before the circuit opened. A probe whose outcome never
-///   arrives (a later gate refused it, the caller dropped the intent) stops
-///   counting after one break duration, and another probe may go.
+///   arrives (the caller dropped the intent) stops counting after one break
+///   duration (or the slow call duration, when shorter), and another probe may go.
 /// * Every change of state is a `tracing` event with target
 ///   `reqwest_resilience::breaker` (INFO; WARN when a circuit opens), with the
-///   fields `gate`, `host`, `from` and `to`.
+///   fields `gate`, `authority`, `from` and `to`.
 ///
 /// Time is the policy's clock ([`GateScope::now`]), so a test that injects a
 /// [`VirtualClock`](crate::VirtualClock) drives the break without waiting.
@@ -113,11 +120,12 @@ const MAX_BREAK: Duration = Duration::from_secs(86_400);
 /// | setting | default | why |
 /// |---|---|---|
 /// | failure ratio | 0.5 | opens only when most attempts fail: with Polly's 0.1 a service answering 20 % random 503s (still serving 4 in 5) would be cut off; P9 shows 0.5 costs nothing at 5 % and 20 % random 503s |
-/// | sampling duration | 10 s | the retry budget's window. With a 0.5 ratio a window full of successes must be half replaced by failures before the circuit opens, so the circuit opens about half a window into an outage: Polly's 30 s would keep it closed for 15 s (all of P9's outage); 10 s opens it after about 5 s |
+/// | sampling duration | 5 s | with a 0.5 ratio a window full of successes must be half replaced by failures before the circuit opens, so the circuit opens about half a window into an outage: Polly's 30 s would keep it closed for 15 s; 5 s opens it within about 3 s, after which only probes reach the dead service. Random failures well under half of the traffic (a service answering 20 % 503s) do not reach the ratio over 5 s any more than over 30 s once the minimum throughput is met |
 /// | minimum throughput | 100 attempts | Polly / MEHR's standard value: a few failures prove nothing |
 /// | break duration | 5 s | Polly / MEHR's standard value; P9's recovery time is bounded by it |
 /// | probes in half-open | 1 | one request tells whether the service is back |
-/// | per host | yes | one dead host must not refuse intents to healthy ones (up to 1024 hosts; more share one circuit) |
+/// | per host | yes, per authority (scheme, host, port) | a down service must not refuse intents to healthy ones, even on the same host; up to 1024 tracked, past that the least recently used idle circuit makes room, or the new authority goes untracked (admitted) — never into another's circuit |
+/// | slow call duration | off | a slow success is still a success for a busy payment API; turn it on for a service whose outages show as slow errors |
 ///
 /// Whether a policy has a breaker at all is in [`RetryPolicy`](crate::RetryPolicy)'s
 /// Defaults table.
@@ -498,7 +506,7 @@ impl CircuitBreakerBuilder {
         self
     }
 
-    /// Window over which the ratio is measured, 500 ms ..= 1 h (default 10 s),
+    /// Window over which the ratio is measured, 500 ms ..= 1 h (default 5 s),
     /// counted in 10 buckets of a tenth each.
     pub fn sampling_duration(mut self, window: Duration) -> Self {
         self.settings.sampling_duration = window;
@@ -663,7 +671,7 @@ mod tests {
     fn defaults_are_the_documented_ones() {
         let b = CircuitBreaker::default();
         assert_eq!(b.failure_ratio(), 0.5);
-        assert_eq!(b.sampling_duration(), Duration::from_secs(10));
+        assert_eq!(b.sampling_duration(), Duration::from_secs(5));
         assert_eq!(b.minimum_throughput(), 100);
         assert_eq!(b.break_duration(), Duration::from_secs(5));
         assert_eq!(b.probes(), 1);
