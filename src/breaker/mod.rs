@@ -74,7 +74,10 @@ const MAX_BREAK: Duration = Duration::from_secs(86_400);
 ///   ([`Gate::not_sent`]), so the next intent is the probe.
 /// * With a [`slow_call_duration`](CircuitBreakerBuilder::slow_call_duration), an
 ///   attempt that took at least that long counts as a failure whatever it
-///   answered, and a probe holds its slot at most that long.
+///   answered; first attempts still outstanding that long count as failed
+///   attempts toward opening before they answer (a service that answers its 503s
+///   only after a long wait opens the circuit as early as one that answers at
+///   once); and a probe holds its slot at most that long.
 /// * [`isolate`](CircuitBreaker::isolate) forces every circuit open until
 ///   [`reset`](CircuitBreaker::reset), which also closes them all;
 ///   [`state`](CircuitBreaker::state) reads one.
@@ -228,12 +231,17 @@ struct State {
 struct Circuit {
     phase: Phase,
     window: Window<Outcomes>,
+    /// First attempts admitted and not ended yet, by the slot they were admitted
+    /// in (kept only with a slow call duration).
+    in_flight: Window<u64>,
 }
 
 impl Circuit {
-    /// Nothing to remember: closed, and nothing counted in its window.
+    /// Nothing to remember: closed, nothing counted in its window, nothing out.
     fn is_idle(&self, epoch: u64) -> bool {
-        self.phase == Phase::Closed && self.window.sum(epoch).attempts == 0
+        self.phase == Phase::Closed
+            && self.window.sum(epoch).attempts == 0
+            && self.in_flight.sum(epoch) == 0
     }
 }
 
@@ -285,6 +293,7 @@ impl Inner {
         } else {
             &mut state.shared
         };
+        let first = scope.retry_cause().is_none() && scope.attempt() == 1;
         let event = match event {
             Event::Finished { failed, .. } if circuit.phase == Phase::Closed => {
                 let bucket = circuit.window.slot(epoch);
@@ -295,16 +304,82 @@ impl Inner {
             }
             other => other,
         };
+        let mut changes = [None, None];
+        if event == Event::Admit && self.is_stalled(circuit, now, epoch) {
+            changes[0] = self.apply(circuit, Event::Stalled, now).change;
+        }
+        let step = self.apply(circuit, event, now);
+        changes[1] = step.change;
+        if self.settings.slow_call_duration.is_some() && first {
+            self.track_in_flight(circuit, scope, event, step.verdict, epoch);
+        }
+        drop(state);
+        for (from, to) in changes.into_iter().flatten() {
+            log_change(scope.authority(), from, to);
+        }
+        step.verdict.unwrap_or(Ok(())).map_err(Some)
+    }
+
+    /// `event`'s step on `circuit`; a change of phase starts empty windows.
+    fn apply(&self, circuit: &mut Circuit, event: Event, now: Instant) -> phases::Step {
         let step = phases::step(circuit.phase, event, now, self.rules);
         circuit.phase = step.phase;
         if step.change.is_some() {
             circuit.window = Window::default();
+            circuit.in_flight = Window::default();
         }
-        drop(state);
-        if let Some((from, to)) = step.change {
-            log_change(scope.authority(), from, to);
+        step
+    }
+
+    /// Closed, and first attempts still outstanding past the slow call duration,
+    /// counted as failed attempts, bring the failures to the ratio.
+    fn is_stalled(&self, circuit: &Circuit, now: Instant, epoch: u64) -> bool {
+        let Some(slow) = self.settings.slow_call_duration else {
+            return false;
+        };
+        if circuit.phase != Phase::Closed {
+            return false;
         }
-        step.verdict.unwrap_or(Ok(())).map_err(Some)
+        // Whole slots that began at least `slow` ago.
+        let Some(cutoff) = now.checked_sub(slow).map(|then| self.epochs.of(then)) else {
+            return false;
+        };
+        let stalled = circuit.in_flight.sum_before(epoch, cutoff);
+        let Outcomes { attempts, failures } = circuit.window.sum(epoch);
+        stalled > 0
+            && self.is_tripped(Outcomes {
+                attempts: attempts.saturating_add(stalled),
+                failures: failures.saturating_add(stalled),
+            })
+    }
+
+    /// Counts a first attempt out when admitted, and back in when it ends or is
+    /// not sent (in the slot of its admission, which for a first attempt is its
+    /// start).
+    fn track_in_flight(
+        &self,
+        circuit: &mut Circuit,
+        scope: &GateScope<'_>,
+        event: Event,
+        verdict: Option<Result<(), Duration>>,
+        epoch: u64,
+    ) {
+        match (event, verdict) {
+            (Event::Admit, Some(Ok(()))) => {
+                let out = circuit.in_flight.slot(epoch);
+                *out = out.saturating_add(1);
+            }
+            (Event::Finished { .. } | Event::NotSent, _) => {
+                let started = scope
+                    .now()
+                    .checked_sub(scope.attempt_duration())
+                    .map_or(0, |at| self.epochs.of(at));
+                if let Some(out) = circuit.in_flight.live_slot(started) {
+                    *out = out.saturating_sub(1);
+                }
+            }
+            _ => {}
+        }
     }
 }
 
@@ -544,8 +619,10 @@ impl CircuitBreakerBuilder {
     }
 
     /// Count an attempt that took at least `duration` as a failure, whatever it
-    /// answered, and let a probe hold its slot at most that long (default: off,
-    /// 10 ms ..= 24 h when set). Off by default because a slow success is still a
+    /// answered; count first attempts still outstanding that long as failed
+    /// attempts toward opening, before they answer (tracked in whole slots of a
+    /// tenth of the sampling duration); and let a probe hold its slot at most that
+    /// long (default: off, 10 ms ..= 24 h when set). Off by default because a slow success is still a
     /// success for a payment API that is merely busy; turn it on for a service
     /// whose outages show as slow errors (a gateway answering 503 after its own
     /// timeout), so that they count as soon as they end rather than never.
@@ -858,6 +935,49 @@ mod tests {
             b.admit(&at(t, 0)).unwrap();
             b.attempt_finished(&slow, &ok(), false);
         }
+        assert_eq!(b.state(H), CircuitState::Closed);
+    }
+
+    #[test]
+    fn first_attempts_outstanding_past_the_slow_call_duration_count_toward_opening() {
+        let base = Instant::now();
+        let b = CircuitBreaker::builder()
+            .sampling_duration(Duration::from_secs(10)) // slots of 1 s
+            .minimum_throughput(10)
+            .slow_call_duration(Some(Duration::from_secs(1)))
+            .build_unchecked(base);
+        feed(&b, &at(base, 0), 0, 20); // 20 successes
+                                       // 30 first attempts go out at 1 s; 25 answer within 500 ms, 5 hang.
+        for _ in 0..30 {
+            b.admit(&at(base, 1_000)).unwrap();
+        }
+        let answered = GateScope {
+            attempt_duration: Duration::from_millis(500),
+            ..at(base, 1_500)
+        };
+        for _ in 0..25 {
+            b.attempt_finished(&answered, &ok(), false);
+        }
+        // 5 stalled against 45 answered: far from the ratio.
+        b.admit(&at(base, 3_000)).unwrap();
+        assert_eq!(b.state(H), CircuitState::Closed);
+        // 40 more hang from 3 s: once their slot is a whole second old (5 s),
+        // 45 stalled against 45 successes reach the ratio before any answers.
+        for _ in 0..40 {
+            b.admit(&at(base, 3_000)).unwrap();
+        }
+        b.admit(&at(base, 4_999)).unwrap();
+        assert_eq!(b.state(H), CircuitState::Closed);
+        let refusal = b.admit(&at(base, 5_000)).unwrap_err();
+        assert_eq!(refusal.retry_after(), Some(Duration::from_secs(5)));
+        assert_eq!(b.state(H), CircuitState::Open);
+        // Without the setting, nothing counts until it ends.
+        let (b, t) = breaker(false);
+        feed(&b, &at(t, 0), 0, 20);
+        for _ in 0..100 {
+            b.admit(&at(t, 1_000)).unwrap();
+        }
+        b.admit(&at(t, 9_000)).unwrap();
         assert_eq!(b.state(H), CircuitState::Closed);
     }
 

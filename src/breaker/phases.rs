@@ -44,6 +44,9 @@ pub(super) enum Event {
     /// An attempt ended; `tripped`: counted with the others in the window, the
     /// failures reach the ratio (only read when closed).
     Finished { failed: bool, tripped: bool },
+    /// Attempts still outstanding past the slow call duration, counted as
+    /// failures, bring the failures to the ratio.
+    Stalled,
 }
 
 /// The settings the phases follow.
@@ -84,6 +87,7 @@ pub(super) fn step(phase: Phase, event: Event, now: Instant, rules: Rules) -> St
     match (phase, event) {
         (Phase::Closed, Event::Admit) => stay(Some(Ok(()))),
         (Phase::Closed, Event::Finished { failed, tripped }) if failed && tripped => to(open, None),
+        (Phase::Closed, Event::Stalled) => to(open, None),
         (Phase::Closed, _) => stay(None),
 
         (Phase::Open { until }, Event::Admit) if now < until => stay(Some(Err(until - now))),
@@ -132,6 +136,8 @@ pub(super) fn step(phase: Phase, event: Event, now: Instant, rules: Rules) -> St
             change: None,
         },
         (Phase::HalfOpen { .. }, Event::Finished { failed: true, .. }) => to(open, None),
+        // A probe out longer than the slow call duration frees its slot (`Admit`).
+        (Phase::HalfOpen { .. }, Event::Stalled) => stay(None),
         (Phase::HalfOpen { .. }, Event::Finished { failed: false, .. }) => to(Phase::Closed, None),
     }
 }
@@ -170,7 +176,7 @@ mod tests {
         let go = Some(Ok(()));
         let wait = |n| Some(Err(Duration::from_millis(n)));
         #[rustfmt::skip]
-        let rows: [(&str, Phase, Event, u64, Phase, Verdict, Change); 17] = [
+        let rows: [(&str, Phase, Event, u64, Phase, Verdict, Change); 20] = [
             ("closed admits",                      closed,       Event::Admit,   0,     closed,                        go,      None),
             ("closed: a failure under the ratio",  closed,       fail(false),    0,     closed,                        None,    None),
             ("closed: a success never trips",      closed,       Event::Finished { failed: false, tripped: true }, 0, closed, None, None),
@@ -188,6 +194,9 @@ mod tests {
             ("half-open: a failure reopens",       half(1, 1_300), fail(false),  1_200, Phase::Open { until: ms(2_200) }, None, Some((S::HalfOpen, S::Open))),
             ("open: not sent changes nothing",     open,         Event::NotSent, 500,   open,                          None,    None),
             ("open refuses until the very end",    open,         Event::Admit,   999,   open,                          wait(1), None),
+            ("closed: stalled attempts open it",   closed,       Event::Stalled, 0,     open,                          None,    Some((S::Closed, S::Open))),
+            ("open: stalled changes nothing",      open,         Event::Stalled, 500,   open,                          None,    None),
+            ("half-open: stalled changes nothing", half(1, 1_300), Event::Stalled, 1_100, half(1, 1_300),              None,    None),
         ];
         for (name, phase, event, at, next, verdict, change) in rows {
             let expected = Step {
