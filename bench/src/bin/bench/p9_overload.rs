@@ -58,6 +58,8 @@ const SERVER_SEED: u64 = 0x9e37_79b9_7f4a_7c15;
 const VIRTUAL_TASKS: usize = 16;
 /// How long a slow outage takes to answer its 503.
 const SLOW: Duration = Duration::from_secs(2);
+/// The breaker's slow call duration in the runs that set one.
+const SLOW_CALL: Duration = Duration::from_secs(1);
 /// Attempts per intent are counted from this long after the outage starts.
 const SETTLE: Duration = Duration::from_secs(3);
 /// The recovery window, and its step.
@@ -107,14 +109,26 @@ impl Row {
         )
     }
 
-    /// The row's policy at the defaults; `seed` seeds the jitter and the throttle.
-    fn policy(self, seed: u64, clock: Option<(&VirtualClock, &RecordingSleeper)>) -> RetryPolicy {
+    /// The row's policy at the defaults (with `slow`, the breaker counts attempts
+    /// outstanding past `SLOW_CALL` as failures); `seed` seeds the jitter and the
+    /// throttle.
+    fn policy(
+        self,
+        seed: u64,
+        slow: bool,
+        clock: Option<(&VirtualClock, &RecordingSleeper)>,
+    ) -> RetryPolicy {
         let builder = RetryPolicy::builder().rng_seed(seed);
         let builder = match clock {
             Some((clock, sleeper)) => builder.clock(clock.clone()).sleeper(sleeper.clone()),
             None => builder,
         };
-        let breaker = CircuitBreaker::new_default;
+        let breaker = || {
+            CircuitBreaker::builder()
+                .slow_call_duration(slow.then_some(SLOW_CALL))
+                .build()
+                .expect("valid breaker")
+        };
         let throttle = || {
             AdaptiveThrottle::builder()
                 .seed(seed)
@@ -134,13 +148,15 @@ impl Row {
     fn client(
         self,
         seed: u64,
+        slow: bool,
         clock: Option<(&VirtualClock, &RecordingSleeper)>,
     ) -> ResilientClient {
         let builder = reqwest::Client::builder()
             .no_proxy()
             .tcp_nodelay(true)
             .pool_max_idle_per_host(256);
-        ResilientClient::from_builder(builder, self.policy(seed, clock)).expect("reqwest client")
+        ResilientClient::from_builder(builder, self.policy(seed, slow, clock))
+            .expect("reqwest client")
     }
 }
 
@@ -519,13 +535,14 @@ struct InstanceFigures {
 
 async fn outage_run(
     row: Row,
+    slow: bool,
     outage: Outage,
     seed: u64,
     phases: Phases,
 ) -> (Vec<InstanceFigures>, usize) {
     let server = Arc::new(P9Server::start().expect("p9 server"));
     let clients: Vec<_> = (0..INSTANCES)
-        .map(|i| row.client(seed * 100 + i as u64, None))
+        .map(|i| row.client(seed * 100 + i as u64, slow, None))
         .collect();
     let down_at = phases.healthy;
     let recover_at = phases.healthy + phases.down;
@@ -567,7 +584,7 @@ async fn isolation_run(row: Row, warm: bool, seed: u64, phases: Phases) -> (usiz
     let down = Arc::new(P9Server::start().expect("p9 server"));
     let healthy = Arc::new(P9Server::start().expect("p9 server"));
     let clients: Vec<_> = (0..INSTANCES)
-        .map(|i| row.client(seed * 100 + i as u64, None))
+        .map(|i| row.client(seed * 100 + i as u64, false, None))
         .collect();
     let down_at = if warm { phases.healthy } else { Duration::ZERO };
     if !warm {
@@ -597,7 +614,7 @@ async fn cold_run(row: Row, phases: Phases) -> usize {
     let mut refused = 0;
     for instance in 0..INSTANCES {
         server.fail_next(1);
-        let client = row.client(instance as u64, None);
+        let client = row.client(instance as u64, false, None);
         for _ in 0..phases.cold_intents {
             if let Err(error) = client.get(&url).send().await {
                 refused += usize::from(error.gate_refusal().is_some());
@@ -619,7 +636,7 @@ async fn random_run(row: Row, share: f64, intents: usize) -> RandomFigures {
     server.random_503(share);
     let clock = VirtualClock::new();
     let sleeper = RecordingSleeper::new();
-    let client = row.client(21, Some((&clock, &sleeper)));
+    let client = row.client(21, false, Some((&clock, &sleeper)));
     let url: Arc<str> = server.url().into();
     let next = Arc::new(AtomicUsize::new(0));
     let limit = Instant::now() + Duration::from_secs(120);
@@ -680,10 +697,19 @@ pub async fn run(plan: &Plan, report: &mut Report) {
     let (mut worst_breaker_outage, mut worst_recovery) = (0.0_f64, Some(Some(Duration::ZERO)));
     for row in Row::ALL {
         let mut cells = vec![row.name().to_owned()];
-        for outage in Outage::ALL {
+        // Every kind at the defaults; a slow outage also with the slow call setting.
+        let runs = Outage::ALL
+            .into_iter()
+            .map(|outage| (outage, false))
+            .chain(Some((Outage::Slow503, true)));
+        for (outage, slow) in runs {
+            if slow && !row.has_breaker() {
+                cells.push("–".to_owned());
+                continue;
+            }
             let (mut per_intent, mut rec, mut unfinished) = (0.0_f64, None, 0);
             for &seed in &RUN_SEEDS[..phases.runs] {
-                let (figures, left) = outage_run(row, outage, seed, phases).await;
+                let (figures, left) = outage_run(row, slow, outage, seed, phases).await;
                 unfinished += left;
                 for f in figures {
                     per_intent = per_intent.max(f.attempts_per_intent);
@@ -692,28 +718,34 @@ pub async fn run(plan: &Plan, report: &mut Report) {
             }
             let rec = rec.flatten();
             let rec_text = seconds(rec, phases.after);
+            let kind = if slow {
+                format!("{}, slow call {} s", outage.name(), SLOW_CALL.as_secs())
+            } else {
+                outage.name().to_owned()
+            };
+            // A slow outage at the defaults is reported, not judged: the issue
+            // judges it with the slow call setting on.
+            let judged = outage != Outage::Slow503 || slow;
             if row.has_breaker() {
-                let limit_met = per_intent <= 0.15;
                 report.target(
                     "P9",
                     format!(
-                        "{}, {}: ≤ 0.15 attempts per intent from 3 s into the outage",
+                        "{}, {kind}: ≤ 0.15 attempts per intent from 3 s into the outage{}",
                         row.name(),
-                        outage.name()
+                        if judged { "" } else { " (reported)" }
                     ),
                     format!("{per_intent:.3}"),
-                    limit_met,
+                    per_intent <= 0.15 || !judged,
                 );
-                if outage != Outage::Slow503 {
+                if judged {
                     worst_breaker_outage = worst_breaker_outage.max(per_intent);
                 }
             }
             report.target(
                 "P9",
                 format!(
-                    "{}, {}: recovery ≤ {target_recovery:.0} s (worst instance)",
-                    row.name(),
-                    outage.name()
+                    "{}, {kind}: recovery ≤ {target_recovery:.0} s (worst instance)",
+                    row.name()
                 ),
                 rec_text.clone(),
                 rec.is_some_and(|d| d.as_secs_f64() <= target_recovery),
@@ -823,7 +855,10 @@ pub async fn run(plan: &Plan, report: &mut Report) {
          end / recovery in s — from the outage's end to the start of the first 1-s window \
          of arrivals (slid in 0.1 s steps) with ≥ 99 % successes — both the **worst \
          instance** over {runs} run(s) (arrival seeds {seeds:?}). `> x`: not recovered \
-         within the run.{quick}\n\n",
+         within the run. The last column repeats the slow outage with the breaker's slow \
+         call duration set (first attempts outstanding that long count toward opening); \
+         the ≤ 0.15 target judges a slow outage there, the defaults' figure is reported.\
+         {quick}\n\n",
         h = phases.healthy.as_secs(),
         d = phases.down.as_secs(),
         a = phases.after.as_secs(),
@@ -841,6 +876,11 @@ pub async fn run(plan: &Plan, report: &mut Report) {
             .iter()
             .map(|o| format!("{}: attempts/intent / recovery s", o.name())),
     );
+    headers.push(format!(
+        "{}, breaker's slow call {} s: attempts/intent / recovery s",
+        Outage::Slow503.name(),
+        SLOW_CALL.as_secs()
+    ));
     let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
     text.push_str(&table(&headers, &outage_rows));
     let _ = write!(
