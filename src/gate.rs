@@ -12,6 +12,12 @@
 //! adaptive throttle or a per-tenant quota plug in the same way, through
 //! [`RetryPolicyBuilder::gate`](crate::RetryPolicyBuilder::gate); each refusal
 //! names the gate that refused.
+//!
+//! A protection must never cause an outage of its own. So a gate that admitted an
+//! attempt another gate then refused hears that nothing was sent
+//! ([`Gate::not_sent`]), per-service state is keyed by authority
+//! ([`GateScope::authority`]), and the crate's gates never refuse on another
+//! authority's record.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -74,8 +80,10 @@ pub trait Gate: Send + Sync + 'static {
     /// May this attempt go out? [`GateScope::retry_cause`] is `None` for an
     /// intent's first attempt. Asked of every gate in order until one refuses; a
     /// gate that admits may count the attempt (the budget deposits for a first
-    /// attempt and withdraws for a retry), so it should be the last gate whose
-    /// consent costs something.
+    /// attempt and withdraws for a retry, a breaker in half-open hands out a probe
+    /// slot), and when a later gate refuses, every gate that admitted hears
+    /// [`not_sent`](Self::not_sent) and gives back what it counted — so gates
+    /// compose in any order.
     ///
     /// A refusal of the first attempt ends the intent before anything is sent or
     /// written (outcome known); a refusal of a retry ends it with the earlier
