@@ -22,7 +22,7 @@ const TARGET: &str = "reqwest_resilience::breaker";
 
 pub(crate) const DEFAULT_FAILURE_RATIO: f64 = 0.5;
 pub(crate) const DEFAULT_SAMPLING_DURATION: Duration = Duration::from_secs(5);
-pub(crate) const DEFAULT_MINIMUM_THROUGHPUT: u32 = 100;
+pub(crate) const DEFAULT_MINIMUM_THROUGHPUT: u32 = 50;
 pub(crate) const DEFAULT_BREAK_DURATION: Duration = Duration::from_secs(5);
 pub(crate) const DEFAULT_PROBES: u32 = 1;
 pub(crate) const DEFAULT_SLOW_CALL_DURATION: Option<Duration> = None;
@@ -124,7 +124,7 @@ const MAX_BREAK: Duration = Duration::from_secs(86_400);
 /// |---|---|---|
 /// | failure ratio | 0.5 | opens only when most attempts fail: with Polly's 0.1 a service answering 20 % random 503s (still serving 4 in 5) would be cut off; P9 shows 0.5 costs nothing at 5 % and 20 % random 503s |
 /// | sampling duration | 5 s | with a 0.5 ratio a window full of successes must be half replaced by failures before the circuit opens, so the circuit opens about half a window into an outage: Polly's 30 s would keep it closed for 15 s; 5 s opens it within about 3 s, after which only probes reach the dead service. Random failures well under half of the traffic (a service answering 20 % 503s) do not reach the ratio over 5 s any more than over 30 s once the minimum throughput is met |
-/// | minimum throughput | 100 attempts | Polly / MEHR's standard value: a few failures prove nothing |
+/// | minimum throughput | 50 attempts | a few failures prove nothing, and at a 0.5 ratio 50 means at least 25 failures. Polly / MEHR's 100 is over a 30 s window; over 5 s it would ask 20 attempts a second of every client, and a service that answers its errors only after seconds hides that much of the window's traffic in flight, so a modest client would never open its circuit |
 /// | break duration | 5 s | Polly / MEHR's standard value; P9's recovery time is bounded by it |
 /// | probes in half-open | 1 | one request tells whether the service is back |
 /// | per host | yes, per authority (scheme, host, port) | a down service must not refuse intents to healthy ones, even on the same host; up to 1024 tracked, past that the least recently used idle circuit makes room, or the new authority goes untracked (admitted) — never into another's circuit |
@@ -589,7 +589,7 @@ impl CircuitBreakerBuilder {
     }
 
     /// Attempts needed within the window before a circuit may open, at least 2
-    /// (default 100). An authority with less traffic never opens its circuit.
+    /// (default 50). An authority with less traffic never opens its circuit.
     pub fn minimum_throughput(mut self, attempts: u32) -> Self {
         self.settings.minimum_throughput = attempts;
         self
@@ -749,7 +749,7 @@ mod tests {
         let b = CircuitBreaker::default();
         assert_eq!(b.failure_ratio(), 0.5);
         assert_eq!(b.sampling_duration(), Duration::from_secs(5));
-        assert_eq!(b.minimum_throughput(), 100);
+        assert_eq!(b.minimum_throughput(), 50);
         assert_eq!(b.break_duration(), Duration::from_secs(5));
         assert_eq!(b.probes(), 1);
         assert!(b.is_per_host());

@@ -214,9 +214,9 @@ impl Phases {
             }
         } else {
             Phases {
-                healthy: Duration::from_secs(10),
+                healthy: Duration::from_secs(8),
                 down: Duration::from_secs(15),
-                after: Duration::from_secs(9),
+                after: Duration::from_secs(8),
                 runs: RUN_SEEDS.len(),
                 random_20pct_intents: 20_000,
                 random_5pct_intents: 60_000,
