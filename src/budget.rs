@@ -3,12 +3,13 @@
 //! The explanation (why budgets, the arithmetic, the defaults) is on the public
 //! [`RetryBudget`] page, where users read it.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use crate::authority::{AuthorityMap, MAX_AUTHORITIES};
 use crate::gate::{Gate, GateRefusal, GateScope, RetryCause};
+use crate::ratio::{whole, Millionths};
 use crate::window::{Counts, Epochs, Window};
 
 /// Default share of requests that may be retried.
@@ -18,10 +19,6 @@ pub(crate) const DEFAULT_WINDOW: Duration = Duration::from_secs(10);
 /// Default retries always available per window.
 pub(crate) const DEFAULT_RESERVE: u32 = 10;
 
-/// Fixed-point scale of the ratio: the ratio is kept in millionths.
-const SCALE: u64 = 1_000_000;
-/// Maximum number of hosts with their own window when per-host.
-const MAX_SCOPES: usize = 1024;
 const MIN_WINDOW: Duration = Duration::from_secs(1);
 const MAX_WINDOW: Duration = Duration::from_secs(3600);
 
@@ -105,6 +102,12 @@ pub struct RetryBudget {
 /// Builder for [`RetryBudget`]; setters never fail, [`build`](Self::build) validates.
 #[derive(Clone, Debug)]
 pub struct RetryBudgetBuilder {
+    settings: Settings,
+}
+
+/// A budget's settings, as the builder holds them and the built budget keeps them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Settings {
     ratio: f64,
     window: Duration,
     reserve: u32,
@@ -124,21 +127,16 @@ pub enum InvalidBudget {
 }
 
 struct Inner {
-    ratio: f64,
-    ratio_scaled: u64,
-    window: Duration,
+    settings: Settings,
+    ratio_scaled: Millionths,
     epochs: Epochs,
-    reserve: u32,
-    per_host: bool,
     unlimited: bool,
     state: Mutex<State>,
 }
 
-#[derive(Default)]
 struct State {
     shared: Window<Traffic>,
-    hosts: HashMap<String, Window<Traffic>>,
-    last_sweep: Option<u64>,
+    hosts: AuthorityMap<Window<Traffic>>,
 }
 
 /// What one slot of a window counts.
@@ -153,23 +151,6 @@ const _: fn() = || {
     assert_traits::<RetryBudget>();
 };
 
-/// Largest `n <= SCALE` whose decimal `n / 10^6` does not exceed `ratio`.
-///
-/// This is `floor(ratio * 10^6)`, except that the float product may land one
-/// ulp below an integer (so `floor` would lose a millionth of what the user
-/// wrote); comparing `n / 10^6` against `ratio` in `f64` undoes that.
-fn scale_ratio(ratio: f64) -> u64 {
-    let scale = SCALE as f64;
-    let mut n = (ratio * scale).floor().clamp(0.0, scale);
-    while n > 0.0 && n / scale > ratio {
-        n -= 1.0;
-    }
-    while n < scale && (n + 1.0) / scale <= ratio {
-        n += 1.0;
-    }
-    n as u64
-}
-
 impl Counts for Traffic {
     fn saturating_add(self, other: Self) -> Self {
         Traffic {
@@ -180,28 +161,24 @@ impl Counts for Traffic {
 }
 
 impl State {
-    /// The window `scope` records into, creating it if there is room.
-    fn window_mut(&mut self, scope: &str, epoch: u64, per_host: bool) -> &mut Window<Traffic> {
+    /// The window `scope` records into, created if needed; `None` when it is
+    /// per host and every tracked window is busy (the scope goes untracked).
+    fn window_mut(
+        &mut self,
+        scope: &str,
+        epoch: u64,
+        per_host: bool,
+    ) -> Option<&mut Window<Traffic>> {
         if !per_host {
-            return &mut self.shared;
+            return Some(&mut self.shared);
         }
-        if !self.hosts.contains_key(scope) {
-            if self.hosts.len() >= MAX_SCOPES && self.last_sweep != Some(epoch) {
-                // At most once per slot: forget hosts with nothing in their window.
-                self.last_sweep = Some(epoch);
-                self.hosts.retain(|_, w| w.sum(epoch) != Traffic::default());
-            }
-            if self.hosts.len() >= MAX_SCOPES {
-                return &mut self.shared;
-            }
-            self.hosts.insert(scope.to_owned(), Window::default());
-        }
-        self.hosts.get_mut(scope).unwrap_or(&mut self.shared)
+        self.hosts
+            .entry(scope, |w| w.sum(epoch) == Traffic::default())
     }
 
     /// The window `scope` would use, without creating one (`None` = fresh).
     fn window(&self, scope: &str, per_host: bool) -> Option<&Window<Traffic>> {
-        if !per_host || (self.hosts.len() >= MAX_SCOPES && !self.hosts.contains_key(scope)) {
+        if !per_host {
             return Some(&self.shared);
         }
         self.hosts.get(scope)
@@ -214,10 +191,9 @@ impl Inner {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// `ratio_scaled × deposits + reserve × SCALE`, exactly.
+    /// `ratio × deposits + reserve`, in millionths, exactly.
     fn allowance_scaled(&self, deposits: u64) -> u128 {
-        u128::from(self.ratio_scaled) * u128::from(deposits)
-            + u128::from(self.reserve) * u128::from(SCALE)
+        self.ratio_scaled.of(deposits) + whole(u64::from(self.settings.reserve))
     }
 }
 
@@ -225,10 +201,12 @@ impl RetryBudget {
     /// A builder starting from the default settings (see [`RetryBudget::new_default`]).
     pub fn builder() -> RetryBudgetBuilder {
         RetryBudgetBuilder {
-            ratio: DEFAULT_RATIO,
-            window: DEFAULT_WINDOW,
-            reserve: DEFAULT_RESERVE,
-            per_host: false,
+            settings: Settings {
+                ratio: DEFAULT_RATIO,
+                window: DEFAULT_WINDOW,
+                reserve: DEFAULT_RESERVE,
+                per_host: false,
+            },
         }
     }
 
@@ -274,6 +252,23 @@ impl RetryBudget {
         });
     }
 
+    /// Takes back a deposit (`deposit`) or returns a withdrawal made at `now` for
+    /// an attempt that was not sent after all.
+    fn take_back(&self, scope: &str, now: Instant, deposit: bool) {
+        if self.inner.unlimited {
+            return;
+        }
+        self.with_window(scope, now, |window, epoch| {
+            let slot = window.slot(epoch);
+            let count = if deposit {
+                &mut slot.deposits
+            } else {
+                &mut slot.withdrawals
+            };
+            *count = count.saturating_sub(1);
+        });
+    }
+
     /// [`try_withdraw`](Self::try_withdraw) at an explicit time.
     ///
     /// A time earlier than one already seen by the same window counts as that
@@ -288,7 +283,7 @@ impl RetryBudget {
                 deposits,
                 withdrawals,
             } = window.sum(epoch);
-            let wanted = (u128::from(withdrawals) + 1) * u128::from(SCALE);
+            let wanted = whole(withdrawals.saturating_add(1));
             let granted = wanted <= inner.allowance_scaled(deposits);
             if granted {
                 let slot = window.slot(epoch);
@@ -296,20 +291,23 @@ impl RetryBudget {
             }
             granted
         })
+        // An untracked scope (see `per_host`) is not held back on another's record.
+        .unwrap_or(true)
     }
 
     /// Run `f` on the window of `scope` at the (never decreasing) epoch of `now`.
+    /// `None` when the scope cannot be tracked (per host, every window busy).
     fn with_window<R>(
         &self,
         scope: &str,
         now: Instant,
         f: impl FnOnce(&mut Window<Traffic>, u64) -> R,
-    ) -> R {
+    ) -> Option<R> {
         let epoch = self.inner.epochs.of(now);
         let mut state = self.inner.lock();
-        let window = state.window_mut(scope, epoch, self.inner.per_host);
+        let window = state.window_mut(scope, epoch, self.inner.settings.per_host)?;
         let epoch = window.advance(epoch);
-        f(window, epoch)
+        Some(f(window, epoch))
     }
 
     /// Retries still grantable at `now` for `scope` (for logs/tests), saturating at 0.
@@ -326,31 +324,31 @@ impl RetryBudget {
             withdrawals,
         } = inner
             .lock()
-            .window(scope, inner.per_host)
+            .window(scope, inner.settings.per_host)
             .map_or_else(Traffic::default, |w| w.sum(epoch));
-        let allowed = inner.allowance_scaled(deposits) / u128::from(SCALE);
+        let allowed = inner.allowance_scaled(deposits) / whole(1);
         let left = allowed.saturating_sub(u128::from(withdrawals));
         u64::try_from(left).unwrap_or(u64::MAX)
     }
 
     /// Fraction of ordinary requests that may be retried.
     pub fn ratio(&self) -> f64 {
-        self.inner.ratio
+        self.inner.settings.ratio
     }
 
     /// Length of the sliding window.
     pub fn window(&self) -> Duration {
-        self.inner.window
+        self.inner.settings.window
     }
 
     /// Retries granted per window even without traffic.
     pub fn reserve(&self) -> u32 {
-        self.inner.reserve
+        self.inner.settings.reserve
     }
 
     /// Whether each host (scope) has its own window.
     pub fn is_per_host(&self) -> bool {
-        self.inner.per_host
+        self.inner.settings.per_host
     }
 }
 
@@ -365,12 +363,27 @@ impl Gate for RetryBudget {
     fn admit(&self, scope: &GateScope<'_>) -> Result<(), GateRefusal> {
         match scope.retry_cause() {
             None => {
-                self.deposit_at(scope.host(), scope.now());
+                self.deposit_at(scope.authority(), scope.now());
                 Ok(())
             }
             Some(RetryCause::Conflict) => Ok(()),
-            Some(_) if self.try_withdraw_at(scope.host(), scope.now()) => Ok(()),
-            Some(_) => Err(GateRefusal::budget_exhausted()),
+            Some(_) if self.try_withdraw_at(scope.authority(), scope.now()) => Ok(()),
+            Some(_) => {
+                let refusal = GateRefusal::budget_exhausted();
+                Err(if self.inner.settings.per_host {
+                    refusal.with_authority(scope.authority())
+                } else {
+                    refusal
+                })
+            }
+        }
+    }
+
+    fn not_sent(&self, scope: &GateScope<'_>) {
+        match scope.retry_cause() {
+            None => self.take_back(scope.authority(), scope.now(), true),
+            Some(RetryCause::Conflict) => {}
+            Some(_) => self.take_back(scope.authority(), scope.now(), false),
         }
     }
 }
@@ -385,10 +398,10 @@ impl fmt::Debug for RetryBudget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let inner = &*self.inner;
         let mut out = f.debug_struct("RetryBudget");
-        out.field("ratio", &inner.ratio)
-            .field("window", &inner.window)
-            .field("reserve", &inner.reserve)
-            .field("per_host", &inner.per_host)
+        out.field("ratio", &inner.settings.ratio)
+            .field("window", &inner.settings.window)
+            .field("reserve", &inner.settings.reserve)
+            .field("per_host", &inner.settings.per_host)
             .field("unlimited", &inner.unlimited);
         if !inner.unlimited {
             // Copy the counts out; the lock is released before formatting.
@@ -417,30 +430,34 @@ impl RetryBudgetBuilder {
     /// Applied in millionths: the effective ratio is the ratio rounded down to
     /// 6 decimal places.
     pub fn ratio(mut self, r: f64) -> Self {
-        self.ratio = r;
+        self.settings.ratio = r;
         self
     }
 
     /// Length of the sliding window, 1 s ..= 1 h (default 10 s).
     pub fn window(mut self, w: Duration) -> Self {
-        self.window = w;
+        self.settings.window = w;
         self
     }
 
     /// Retries granted per window even with no traffic; any `u32`, including 0 (default 10).
     pub fn reserve(mut self, retries_per_window: u32) -> Self {
-        self.reserve = retries_per_window;
+        self.settings.reserve = retries_per_window;
         self
     }
 
-    /// Give each scope (host) its own window (default `false`: one window for all).
+    /// Give each scope its own window (default `false`: one window for the whole
+    /// client, by design — a budget protects the caller's fleet as a whole). As a
+    /// gate, the scope is the request's authority (scheme, host, port; see
+    /// [`GateScope::authority`]), so one sick service cannot spend another's
+    /// retries.
     ///
-    /// At most 1024 hosts have their own window; when that many are tracked,
-    /// further new hosts share one overflow window. Hosts with nothing left in
-    /// their window are forgotten (checked at most once per `window / 10`) to
-    /// make room.
+    /// At most 1024 scopes have their own window. Past that a new scope takes the
+    /// place of the least recently used one whose window is empty; when none is,
+    /// the new scope is not tracked and its retries are granted — never charged to
+    /// another scope's window.
     pub fn per_host(mut self, yes: bool) -> Self {
-        self.per_host = yes;
+        self.settings.per_host = yes;
         self
     }
 
@@ -451,11 +468,12 @@ impl RetryBudgetBuilder {
     }
 
     fn validate(&self) -> Result<(), InvalidBudget> {
-        if !(self.ratio.is_finite() && self.ratio > 0.0 && self.ratio <= 1.0) {
-            return Err(InvalidBudget::Ratio(self.ratio));
+        let s = &self.settings;
+        if !(s.ratio.is_finite() && s.ratio > 0.0 && s.ratio <= 1.0) {
+            return Err(InvalidBudget::Ratio(s.ratio));
         }
-        if !(MIN_WINDOW..=MAX_WINDOW).contains(&self.window) {
-            return Err(InvalidBudget::Window(self.window));
+        if !(MIN_WINDOW..=MAX_WINDOW).contains(&s.window) {
+            return Err(InvalidBudget::Window(s.window));
         }
         Ok(())
     }
@@ -464,14 +482,14 @@ impl RetryBudgetBuilder {
     fn build_at(self, origin: Instant, unlimited: bool) -> RetryBudget {
         RetryBudget {
             inner: Arc::new(Inner {
-                ratio: self.ratio,
-                ratio_scaled: scale_ratio(self.ratio),
-                window: self.window,
-                epochs: Epochs::new(origin, self.window),
-                reserve: self.reserve,
-                per_host: self.per_host,
+                settings: self.settings,
+                ratio_scaled: Millionths::floor(self.settings.ratio, 1),
+                epochs: Epochs::new(origin, self.settings.window),
                 unlimited,
-                state: Mutex::new(State::default()),
+                state: Mutex::new(State {
+                    shared: Window::default(),
+                    hosts: AuthorityMap::new(MAX_AUTHORITIES),
+                }),
             }),
         }
     }
@@ -528,15 +546,6 @@ mod tests {
             assert_eq!(b.available_at(H, t), u64::from(expected));
             assert_eq!(grants(&b, H, t, 100), expected, "ratio {ratio}");
         }
-    }
-
-    #[test]
-    fn decimal_ratios_scale_exactly() {
-        for n in 1..=SCALE {
-            assert_eq!(scale_ratio(n as f64 / 1e6), n);
-        }
-        assert_eq!(scale_ratio(1e-9), 0);
-        assert_eq!(scale_ratio(0.123_456_9), 123_456);
     }
 
     #[test]
@@ -613,21 +622,23 @@ mod tests {
     }
 
     #[test]
-    fn overflow_scopes_share_one_window() {
+    fn past_the_bound_a_new_scope_never_shares_a_window() {
         let (b, t) = make(0.1, 1, true);
-        for i in 0..MAX_SCOPES {
+        for i in 0..MAX_AUTHORITIES {
             b.deposit_at(&format!("h{i}"), t);
         }
-        assert_eq!(b.available_at("never-seen", t), 1);
-        assert_eq!(grants(&b, "x", t, 3), 1); // overflow window
-        assert_eq!(grants(&b, "y", t, 3), 0); // same overflow window
-        assert_eq!(grants(&b, "h0", t, 3), 1); // tracked host keeps its own
-        assert_eq!(b.inner.lock().hosts.len(), MAX_SCOPES);
-        // A window later every host is idle and is forgotten to make room.
+        // Every window busy: new scopes go untracked and are granted, each on
+        // its own, never charged to a shared window.
+        assert_eq!(grants(&b, "x", t, 3), 3);
+        assert_eq!(grants(&b, "y", t, 3), 3);
+        assert_eq!(grants(&b, "h0", t, 3), 1); // a tracked scope keeps its own
+        assert_eq!(b.inner.lock().hosts.len(), MAX_AUTHORITIES);
+        // A window later every scope is idle: new ones take their places.
         let later = t + secs(10.0);
         assert_eq!(grants(&b, "x", later, 3), 1);
         assert_eq!(grants(&b, "y", later, 3), 1);
-        assert_eq!(b.inner.lock().hosts.len(), 2);
+        assert_eq!(b.inner.lock().hosts.len(), MAX_AUTHORITIES);
+        assert!(b.inner.lock().hosts.get("x").is_some());
     }
 
     #[test]
@@ -709,12 +720,12 @@ mod tests {
             let base = Instant::now();
             let budget = builder.window(Duration::from_secs(window_s)).build_at(base, false);
             // Largest n with n/10^6 <= ratio, found by bisection (not scale_ratio).
-            let (mut lo, mut hi) = (0u64, SCALE + 1);
+            let (mut lo, mut hi) = (0u64, crate::ratio::SCALE + 1);
             while hi - lo > 1 {
                 let mid = (lo + hi) / 2;
                 if mid as f64 / 1e6 <= ratio { lo = mid } else { hi = mid }
             }
-            let (scale, ratio_scaled, slot_ms) = (u128::from(SCALE), u128::from(lo), window_s * 100);
+            let (scale, ratio_scaled, slot_ms) = (whole(1), u128::from(lo), window_s * 100);
             let reserve_scaled = u128::from(reserve) * scale;
             let (mut events, mut now_ms) = (Vec::new(), 0u64);
             for (advance, deposit) in ops {

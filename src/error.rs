@@ -246,6 +246,27 @@ impl Error {
         self.inner.reason == GiveUpReason::GateRefused
     }
 
+    /// A gate (a circuit breaker, a throttle) held back the intent's **first**
+    /// attempt: nothing was sent, nothing was written, the outcome is known, and
+    /// sending the same intent later is safe. [`gate_refusal`](Self::gate_refusal)
+    /// says which gate, for which authority, and when it expects to admit again.
+    pub fn is_first_attempt_refused(&self) -> bool {
+        self.inner
+            .refusal
+            .as_ref()
+            .is_some_and(GateRefusal::is_first_attempt)
+    }
+
+    /// A gate (the budget included) held back a **retry**: at least one attempt
+    /// was sent, and the error carries the last one's result; the outcome may be
+    /// unknown ([`is_outcome_unknown`](Self::is_outcome_unknown)).
+    pub fn is_retry_refused(&self) -> bool {
+        self.inner
+            .refusal
+            .as_ref()
+            .is_some_and(|refusal| !refusal.is_first_attempt())
+    }
+
     /// The gate that held back the next attempt (the budget included), and when it
     /// expects to admit again. This is the client's own estimate; the server's
     /// word is [`retry_after`](Self::retry_after).

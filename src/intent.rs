@@ -103,13 +103,19 @@ impl<T: Transport> Ready<T> {
             let left = || deadline.remaining(policy.clock.now());
 
             // 2. Admission of the first attempt.
-            let admission = GateScope {
-                host: prepared.host(),
-                now: started,
-                attempt: 1,
-                retry_cause: None,
+            let admitted = {
+                let authority = prepared.authority();
+                let admission = GateScope {
+                    host: prepared.host(),
+                    authority: &authority,
+                    now: started,
+                    attempt: 1,
+                    retry_cause: None,
+                    attempt_duration: Duration::ZERO,
+                };
+                gate::admit_all(&policy.gates, &admission)
             };
-            if let Err(refusal) = gate::admit_all(&policy.gates, &admission) {
+            if let Err(refusal) = admitted {
                 // DEBUG: an open breaker refuses every intent; the breaker itself logs
                 // its state changes.
                 tracing::debug!(
@@ -295,13 +301,19 @@ async fn attempt_loop<T: Transport>(
         };
 
         // 7. Do the gates admit the retry? Then pause.
-        let scope = GateScope {
-            host: intent.host(),
-            now: policy.clock.now(),
-            attempt: attempt.number + 1,
-            retry_cause: Some(cause),
+        let admitted = {
+            let authority = intent.authority();
+            let scope = GateScope {
+                host: intent.host(),
+                authority: &authority,
+                now: policy.clock.now(),
+                attempt: attempt.number + 1,
+                retry_cause: Some(cause),
+                attempt_duration: Duration::ZERO,
+            };
+            gate::admit_all(&policy.gates, &scope)
         };
-        if let Err(refusal) = gate::admit_all(&policy.gates, &scope) {
+        if let Err(refusal) = admitted {
             return Err(state.refused(policy, refusal, last, verdict.retry_after));
         }
         state.log.set_last_delay(delay, reason);

@@ -166,6 +166,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod attempt_log;
+mod authority;
 mod backoff;
 mod breaker;
 mod budget;
@@ -185,6 +186,7 @@ mod observer;
 mod options;
 mod outgoing;
 mod policy;
+mod ratio;
 mod retry_after;
 mod sleeper;
 mod telemetry;

@@ -9,15 +9,17 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::attempt_log::AttemptOutcome;
+use crate::authority::{AuthorityMap, MAX_AUTHORITIES};
 use crate::gate::{Gate, GateRefusal, GateScope};
+use crate::ratio::{whole, Millionths, SCALE};
 use crate::window::{Counts, Epochs, Window};
 
 const NAME: &str = "adaptive_throttle";
-/// Fixed-point scale of K (millionths).
-const SCALE: u64 = 1_000_000;
 
 pub(crate) const DEFAULT_K: f64 = 2.0;
-pub(crate) const DEFAULT_WINDOW: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_WINDOW: Duration = Duration::from_secs(5);
+pub(crate) const DEFAULT_MIN_REQUESTS: u32 = 20;
+pub(crate) const DEFAULT_MAX_REJECTION: f64 = 0.8;
 const MIN_WINDOW: Duration = Duration::from_millis(500);
 const MAX_WINDOW: Duration = Duration::from_secs(3600);
 const MAX_K: f64 = 1000.0;
@@ -26,40 +28,48 @@ const MAX_K: f64 = 1000.0;
 /// backend accepts less of what it is sent.
 ///
 /// Google's SRE book ("Handling Overload", client-side throttling) has every
-/// client remember, over a recent window, how many **requests** the application
-/// asked for and how many the backend **accepted**, and reject a new request
-/// locally with probability
+/// client remember, over a recent window, how many **requests** it sent and how
+/// many the backend **accepted**, and reject a new request locally with
+/// probability
 ///
 /// ```text
-/// max(0, (requests − K · accepts) / (requests + 1))
+/// min(max_rejection, max(0, (requests − K · accepts) / (requests + 1)))
 /// ```
 ///
-/// While the backend accepts everything the probability is 0 (K ≥ 1). With K = 2
-/// local rejection starts only once more than half of the requests fail, and the
-/// backend then keeps receiving about K times what it accepts: enough to notice
-/// when it recovers, far less than a full retry storm. Rejected requests count
-/// as requests, so a backend that accepts nothing is sent almost nothing.
+/// and not at all while fewer than `min_requests` requests are in the window.
+/// That is Envoy's admission control: the SRE formula, a **maximum rejection
+/// probability** so that a share of the traffic always tests the service, and a
+/// **traffic threshold** below which it never rejects (a cold client that saw one
+/// failure has learned nothing). While the backend accepts everything the
+/// probability is 0 (K ≥ 1); with K = 2 rejection starts only once more than
+/// half of the requests fail.
 ///
-/// Here a *request* is an **attempt** (first attempts and retries alike): one the
-/// throttle rejected, counted when it rejects it, or one that went out, counted
-/// when its outcome arrives ([`Gate::attempt_finished`]). Attempts still in
-/// flight are not counted yet: otherwise a burst of first attempts at start-up
-/// (requests counted, no accept arrived yet) would already be throttled, and
-/// every rejection would push the probability higher — a spiral the formula is
-/// slow to leave. An *accept* is an attempt whose outcome was not *struggling*:
-/// a response that is neither a transient status nor a transport failure — a
-/// 409 "in progress" or a 404 is an accept, the backend did its job. Counts live
-/// in 10 buckets of `window / 10` each.
+/// * A *request* is an **attempt that was sent** (first attempts and retries
+///   alike), counted when its outcome arrives ([`Gate::attempt_finished`]). The
+///   throttle's own rejections, and attempts another gate refused, are never
+///   counted: a window full of local rejections would read a recovered service as
+///   still down, and the throttle would never let traffic back.
+/// * An *accept* is a sent attempt whose outcome was not *struggling*: a response
+///   that is neither a transient status nor a transport failure — a 409 "in
+///   progress" or a 404 is an accept, the backend did its job.
+/// * The window forgets at a stated rate: counts live in 10 buckets of
+///   `window / 10` each, so a tenth of the outage leaves the window every tenth
+///   of a window, and an outage is forgotten entirely one window after its last
+///   failure. Once the service answers again, its accepts bring the probability
+///   down sooner: with K = 2 it is near 0 once the accepts in the window match the
+///   failures still in it, about half a window after recovery. **One window after
+///   the service recovers, the throttle rejects nothing** — the bound the tests
+///   check.
+/// * With [`per_host(true)`](AdaptiveThrottleBuilder::per_host) (the default)
+///   every authority (scheme, host, port) has its own window: a down service
+///   never causes a refusal for another. Past 1024 authorities a new one takes
+///   the place of the least recently used idle window, or goes untracked (never
+///   refused) when none is idle.
+/// * A refusal names the gate, the authority and the rejection probability at
+///   that moment ([`GateRefusal::rejection_probability`]).
 ///
-/// Once the probability is near 1 (the backend accepted nothing for a whole
-/// window), only about one attempt in `requests + 1` goes out, and each accept
-/// lowers it by K requests' worth: after an outage the throttle eases off over
-/// several windows, not at once (see P9 in the benchmark).
-///
-/// Unlike a circuit breaker the throttle has no break and no probe: it eases off
-/// as the accepts come back, so after an outage it recovers over about half a
-/// window rather than at once. Its randomness can be seeded
-/// ([`AdaptiveThrottleBuilder::seed`]) for repeatable tests and benchmarks.
+/// Its randomness can be seeded ([`AdaptiveThrottleBuilder::seed`]) for
+/// repeatable tests and benchmarks.
 ///
 /// # Examples
 /// ```
@@ -68,37 +78,48 @@ const MAX_K: f64 = 1000.0;
 ///
 /// let throttle = AdaptiveThrottle::builder()
 ///     .k(2.0)
-///     .window(Duration::from_secs(10))
+///     .window(Duration::from_secs(5))
 ///     .build()?;
 /// let policy = RetryPolicy::builder().gate(throttle).build()?;
 /// # drop(policy);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
-/// Cloning is cheap and yields a handle to the *same* throttle (one window for
-/// every host of the policies holding it).
+/// Cloning is cheap and yields a handle to the *same* throttle.
 ///
 /// # Defaults
 ///
 /// | setting | default | why |
 /// |---|---|---|
 /// | K | 2 | the SRE book's value: rejection starts past 50 % failures; the backend keeps seeing about 2× what it accepts |
-/// | window | 10 s | the retry budget's window; the SRE book uses 2 min, which reacts to a 15 s outage not at all (P9) |
+/// | window | 5 s | recovery takes about half a window and ends within one, so a 5 s window keeps it inside a 6 s target; the SRE book's 2 min would keep a recovered service throttled for a minute |
+/// | minimum requests | 20 per window | Envoy's traffic threshold: below it a handful of failures proves nothing, and a cold client never rejects after one failure |
+/// | maximum rejection probability | 0.8 | Envoy's value: at least one attempt in five still tests the service, so the accepts that end the throttling arrive as soon as it recovers; higher saves the dead service little (the budget and the breaker do that) and slows the proof of recovery |
+/// | per host | yes | a down service must not refuse intents to healthy ones |
 /// | randomness | seeded from the thread-local RNG | seed it for repeatable tests |
 ///
 /// Whether a policy has a throttle at all is in [`RetryPolicy`](crate::RetryPolicy)'s
-/// Defaults table (it does not: see P9).
+/// Defaults table.
 #[derive(Clone)]
 pub struct AdaptiveThrottle {
     inner: Arc<Inner>,
 }
 
+/// A throttle's settings, as the builder holds them and the built throttle keeps them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Settings {
+    k: f64,
+    window: Duration,
+    min_requests: u32,
+    max_rejection: f64,
+    per_host: bool,
+    seed: Option<u64>,
+}
+
 /// Builder for [`AdaptiveThrottle`]; setters never fail, [`build`](Self::build) validates.
 #[derive(Debug, Clone)]
 pub struct AdaptiveThrottleBuilder {
-    k: f64,
-    window: Duration,
-    seed: Option<u64>,
+    settings: Settings,
 }
 
 /// Why an [`AdaptiveThrottleBuilder`] could not build a throttle.
@@ -111,23 +132,34 @@ pub enum InvalidThrottle {
     /// The window was shorter than 500 ms or longer than 1 h.
     #[error("adaptive throttle window must be between 500 ms and 1 h, got {0:?}")]
     Window(Duration),
+    /// The maximum rejection probability was not a finite number in [0, 1).
+    #[error("adaptive throttle maximum rejection probability must be a finite number in [0, 1), got {0}")]
+    MaxRejection(f64),
+}
+
+/// The settings the probability is computed from, in exact integers.
+#[derive(Debug, Clone, Copy)]
+struct Rule {
+    k: Millionths,
+    min_requests: u64,
+    max_rejection: Millionths,
 }
 
 struct Inner {
-    k: f64,
-    k_scaled: u64,
-    window: Duration,
+    settings: Settings,
+    rule: Rule,
     epochs: Epochs,
     state: Mutex<State>,
 }
 
 struct State {
-    window: Window<Traffic>,
+    shared: Window<Traffic>,
+    authorities: AuthorityMap<Window<Traffic>>,
     rng: StdRng,
 }
 
 /// What one bucket of the window counts.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
 struct Traffic {
     requests: u64,
     accepts: u64,
@@ -142,18 +174,43 @@ impl Counts for Traffic {
     }
 }
 
+/// The rejection probability in millionths (rounded down) for the counts in a
+/// window: 0 under the traffic threshold, else the SRE formula capped at the
+/// maximum.
+fn rejection_probability(Traffic { requests, accepts }: Traffic, rule: Rule) -> Millionths {
+    if requests < rule.min_requests {
+        return Millionths::from_millionths(0);
+    }
+    let asked = whole(requests);
+    let earned = rule.k.of(accepts);
+    let numerator = asked.saturating_sub(earned) * u128::from(SCALE);
+    let denominator = whole(requests.saturating_add(1));
+    let p = u64::try_from(numerator / denominator).unwrap_or(SCALE);
+    Millionths::from_millionths(p).min(rule.max_rejection)
+}
+
 impl Inner {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The rejection probability as (numerator, denominator) in millionths:
-    /// `max(0, requests − K·accepts) / (requests + 1)`, exactly.
-    fn odds(&self, Traffic { requests, accepts }: Traffic) -> (u128, u128) {
-        let asked = u128::from(requests) * u128::from(SCALE);
-        let earned = u128::from(accepts) * u128::from(self.k_scaled);
-        let denominator = (u128::from(requests) + 1) * u128::from(SCALE);
-        (asked.saturating_sub(earned), denominator)
+    /// Runs `f` on `authority`'s window (the shared one unless per host); `None`
+    /// when the authority cannot be tracked.
+    fn with_window<R>(
+        &self,
+        state: &mut State,
+        authority: &str,
+        epoch: u64,
+        f: impl FnOnce(&mut Window<Traffic>) -> R,
+    ) -> Option<R> {
+        let window = if self.settings.per_host {
+            state
+                .authorities
+                .entry(authority, |w| w.sum(epoch) == Traffic::default())?
+        } else {
+            &mut state.shared
+        };
+        Some(f(window))
     }
 }
 
@@ -161,9 +218,14 @@ impl AdaptiveThrottle {
     /// A builder starting from the defaults (see [`AdaptiveThrottle`]'s Defaults).
     pub fn builder() -> AdaptiveThrottleBuilder {
         AdaptiveThrottleBuilder {
-            k: DEFAULT_K,
-            window: DEFAULT_WINDOW,
-            seed: None,
+            settings: Settings {
+                k: DEFAULT_K,
+                window: DEFAULT_WINDOW,
+                min_requests: DEFAULT_MIN_REQUESTS,
+                max_rejection: DEFAULT_MAX_REJECTION,
+                per_host: true,
+                seed: None,
+            },
         }
     }
 
@@ -172,29 +234,52 @@ impl AdaptiveThrottle {
         Self::builder().build_unchecked(Instant::now())
     }
 
-    /// The probability that an attempt asked about at `now` is rejected, from the
-    /// counts in the window (for logs and tests).
-    pub fn rejection_probability_at(&self, now: Instant) -> f64 {
+    /// The probability that an attempt to `authority` asked about at `now` is
+    /// rejected, from the counts in its window (for logs and tests). Unless per
+    /// host, `authority` is ignored.
+    pub fn rejection_probability_at(&self, authority: &str, now: Instant) -> f64 {
         let inner = &*self.inner;
-        let counts = inner.lock().window.sum(inner.epochs.of(now));
-        let (numerator, denominator) = inner.odds(counts);
-        numerator as f64 / denominator as f64
+        let epoch = inner.epochs.of(now);
+        let state = inner.lock();
+        let window = if inner.settings.per_host {
+            state.authorities.get(authority)
+        } else {
+            Some(&state.shared)
+        };
+        let counts = window.map_or_else(Traffic::default, |w| w.sum(epoch));
+        drop(state);
+        rejection_probability(counts, inner.rule).get() as f64 / SCALE as f64
     }
 
     /// The multiplier K.
     pub fn k(&self) -> f64 {
-        self.inner.k
+        self.inner.settings.k
     }
 
     /// The window over which requests and accepts are counted.
     pub fn window(&self) -> Duration {
-        self.inner.window
+        self.inner.settings.window
+    }
+
+    /// Requests in the window below which the throttle never rejects.
+    pub fn min_requests(&self) -> u32 {
+        self.inner.settings.min_requests
+    }
+
+    /// The highest rejection probability.
+    pub fn max_rejection_probability(&self) -> f64 {
+        self.inner.settings.max_rejection
+    }
+
+    /// Whether each authority has its own window.
+    pub fn is_per_host(&self) -> bool {
+        self.inner.settings.per_host
     }
 }
 
-/// Asked before every attempt: rejects it with the SRE probability (a rejection
-/// counts as a request at once); every attempt that went out counts as a request
-/// when it ends, and as an accept too when it was not struggling.
+/// Asked before every attempt: rejects it with the probability its authority's
+/// window gives (a rejection is not counted); every attempt that was sent counts
+/// as a request when it ends, and as an accept too when it was not struggling.
 impl Gate for AdaptiveThrottle {
     fn name(&self) -> &str {
         NAME
@@ -204,25 +289,30 @@ impl Gate for AdaptiveThrottle {
         let inner = &*self.inner;
         let epoch = inner.epochs.of(scope.now());
         let mut state = inner.lock();
-        let (numerator, denominator) = inner.odds(state.window.sum(epoch));
-        if numerator == 0 || state.rng.random_range(0..denominator) >= numerator {
+        let counts = inner.with_window(&mut state, scope.authority(), epoch, |w| w.sum(epoch));
+        let p = counts.map_or(0, |counts| rejection_probability(counts, inner.rule).get());
+        if p == 0 || state.rng.random_range(0..SCALE) >= p {
             // Counted once its outcome is known (`attempt_finished`).
             return Ok(());
         }
-        let bucket = state.window.slot(epoch);
-        bucket.requests = bucket.requests.saturating_add(1);
         drop(state);
-        Err(GateRefusal::new(NAME))
+        Err(GateRefusal::new(NAME)
+            .with_authority(scope.authority())
+            .with_rejection_probability(p as f64 / SCALE as f64))
     }
 
     fn attempt_finished(&self, scope: &GateScope<'_>, _: &AttemptOutcome, struggling: bool) {
         let inner = &*self.inner;
         let epoch = inner.epochs.of(scope.now());
         let mut state = inner.lock();
-        let bucket = state.window.slot(epoch);
-        bucket.requests = bucket.requests.saturating_add(1);
-        bucket.accepts = bucket.accepts.saturating_add(u64::from(!struggling));
+        inner.with_window(&mut state, scope.authority(), epoch, |window| {
+            let bucket = window.slot(epoch);
+            bucket.requests = bucket.requests.saturating_add(1);
+            bucket.accepts = bucket.accepts.saturating_add(u64::from(!struggling));
+        });
     }
+
+    // `not_sent`: nothing to undo, an admitted attempt counts only when it ends.
 }
 
 impl Default for AdaptiveThrottle {
@@ -234,13 +324,27 @@ impl Default for AdaptiveThrottle {
 impl fmt::Debug for AdaptiveThrottle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let inner = &*self.inner;
-        let Traffic { requests, accepts } =
-            inner.lock().window.sum(inner.epochs.of(Instant::now()));
+        let epoch = inner.epochs.of(Instant::now());
+        let state = inner.lock();
+        let Traffic { requests, accepts } = state
+            .authorities
+            .values()
+            .chain([&state.shared])
+            .fold(Traffic::default(), |sum, w| {
+                sum.saturating_add(w.sum(epoch))
+            });
+        let authorities = state.authorities.len();
+        drop(state);
+        let s = &inner.settings;
         f.debug_struct("AdaptiveThrottle")
-            .field("k", &inner.k)
-            .field("window", &inner.window)
+            .field("k", &s.k)
+            .field("window", &s.window)
+            .field("min_requests", &s.min_requests)
+            .field("max_rejection_probability", &s.max_rejection)
+            .field("per_host", &s.per_host)
             .field("requests_in_window", &requests)
             .field("accepts_in_window", &accepts)
+            .field("authority_windows", &authorities)
             .finish()
     }
 }
@@ -249,20 +353,42 @@ impl AdaptiveThrottleBuilder {
     /// The multiplier K in [1, 1000] (default 2). Lower rejects earlier: K = 1.1
     /// starts once about 10 % of requests fail. Applied in millionths, rounded down.
     pub fn k(mut self, k: f64) -> Self {
-        self.k = k;
+        self.settings.k = k;
         self
     }
 
     /// The window over which requests and accepts are counted, 500 ms ..= 1 h
-    /// (default 10 s), in 10 buckets of a tenth each.
+    /// (default 5 s), in 10 buckets of a tenth each. The throttle forgets an
+    /// outage one window after its last failure.
     pub fn window(mut self, window: Duration) -> Self {
-        self.window = window;
+        self.settings.window = window;
+        self
+    }
+
+    /// Requests (sent attempts) in the window below which the throttle never
+    /// rejects (default 20; 0 applies the formula from the first failure).
+    pub fn min_requests(mut self, requests: u32) -> Self {
+        self.settings.min_requests = requests;
+        self
+    }
+
+    /// The highest rejection probability, in [0, 1) (default 0.8): at least this
+    /// complement of the attempts always goes out to test the service. Applied in
+    /// millionths, rounded down.
+    pub fn max_rejection_probability(mut self, probability: f64) -> Self {
+        self.settings.max_rejection = probability;
+        self
+    }
+
+    /// Give each authority (scheme, host, port) its own window (default `true`).
+    pub fn per_host(mut self, yes: bool) -> Self {
+        self.settings.per_host = yes;
         self
     }
 
     /// Seed the random draws, for repeatable tests and benchmarks.
     pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = Some(seed);
+        self.settings.seed = Some(seed);
         self
     }
 
@@ -271,25 +397,34 @@ impl AdaptiveThrottleBuilder {
     /// # Errors
     /// [`InvalidThrottle`] names the first setting out of range.
     pub fn build(self) -> Result<AdaptiveThrottle, InvalidThrottle> {
-        if !(self.k.is_finite() && (1.0..=MAX_K).contains(&self.k)) {
-            return Err(InvalidThrottle::K(self.k));
+        let s = &self.settings;
+        if !(s.k.is_finite() && (1.0..=MAX_K).contains(&s.k)) {
+            return Err(InvalidThrottle::K(s.k));
         }
-        if !(MIN_WINDOW..=MAX_WINDOW).contains(&self.window) {
-            return Err(InvalidThrottle::Window(self.window));
+        if !(MIN_WINDOW..=MAX_WINDOW).contains(&s.window) {
+            return Err(InvalidThrottle::Window(s.window));
+        }
+        if !(s.max_rejection.is_finite() && (0.0..1.0).contains(&s.max_rejection)) {
+            return Err(InvalidThrottle::MaxRejection(s.max_rejection));
         }
         Ok(self.build_unchecked(Instant::now()))
     }
 
     fn build_unchecked(self, origin: Instant) -> AdaptiveThrottle {
-        let seed = self.seed.unwrap_or_else(|| rand::rng().random());
+        let s = self.settings;
+        let seed = s.seed.unwrap_or_else(|| rand::rng().random());
         AdaptiveThrottle {
             inner: Arc::new(Inner {
-                k: self.k,
-                k_scaled: (self.k * SCALE as f64).floor() as u64,
-                window: self.window,
-                epochs: Epochs::new(origin, self.window),
+                settings: s,
+                rule: Rule {
+                    k: Millionths::floor(s.k, MAX_K as u64),
+                    min_requests: u64::from(s.min_requests),
+                    max_rejection: Millionths::floor(s.max_rejection, 1),
+                },
+                epochs: Epochs::new(origin, s.window),
                 state: Mutex::new(State {
-                    window: Window::default(),
+                    shared: Window::default(),
+                    authorities: AuthorityMap::new(MAX_AUTHORITIES),
                     rng: StdRng::seed_from_u64(seed),
                 }),
             }),
@@ -301,143 +436,189 @@ impl AdaptiveThrottleBuilder {
 mod tests {
     use super::*;
 
-    fn scope(now: Instant) -> GateScope<'static> {
+    const A: &str = "http://api.example.com";
+
+    fn scope(authority: &'static str, now: Instant) -> GateScope<'static> {
         GateScope {
             host: "api.example.com",
+            authority,
             now,
             attempt: 1,
             retry_cause: None,
+            attempt_duration: Duration::ZERO,
         }
     }
 
-    fn throttle(k: f64, seed: u64) -> (AdaptiveThrottle, Instant) {
+    fn throttle(builder: AdaptiveThrottleBuilder) -> (AdaptiveThrottle, Instant) {
         let base = Instant::now();
-        let t = AdaptiveThrottle::builder()
-            .k(k)
-            .seed(seed)
-            .build_unchecked(base);
-        (t, base)
+        (builder.seed(7).build_unchecked(base), base)
     }
 
-    fn outcome() -> AttemptOutcome {
+    fn ok() -> AttemptOutcome {
         AttemptOutcome::Status(http::StatusCode::OK)
     }
 
-    /// One attempt to a failing backend: `true` if the throttle rejected it.
-    fn fail(t: &AdaptiveThrottle, now: &GateScope<'_>) -> bool {
-        match t.admit(now) {
-            Ok(()) => {
-                let failed = AttemptOutcome::Status(http::StatusCode::SERVICE_UNAVAILABLE);
-                t.attempt_finished(now, &failed, true);
-                false
-            }
-            Err(_) => true,
+    fn unavailable() -> AttemptOutcome {
+        AttemptOutcome::Status(http::StatusCode::SERVICE_UNAVAILABLE)
+    }
+
+    /// `n` attempts sent to `authority` at `now` that ended `struggling` (or not).
+    fn sent(t: &AdaptiveThrottle, authority: &'static str, now: Instant, n: u32, struggling: bool) {
+        let outcome = if struggling { unavailable() } else { ok() };
+        for _ in 0..n {
+            t.attempt_finished(&scope(authority, now), &outcome, struggling);
         }
     }
 
-    /// The SRE formula, in floats, as the book writes it.
-    fn formula(requests: u64, accepts: u64, k: f64) -> f64 {
-        ((requests as f64 - k * accepts as f64) / (requests as f64 + 1.0)).max(0.0)
+    fn rule(k: f64, min_requests: u64, max: f64) -> Rule {
+        Rule {
+            k: Millionths::floor(k, 1000),
+            min_requests,
+            max_rejection: Millionths::floor(max, 1),
+        }
     }
 
     #[test]
     fn defaults_are_the_documented_ones() {
         let t = AdaptiveThrottle::default();
         assert_eq!(t.k(), 2.0);
-        assert_eq!(t.window(), Duration::from_secs(10));
+        assert_eq!(t.window(), Duration::from_secs(5));
+        assert_eq!(t.min_requests(), 20);
+        assert_eq!(t.max_rejection_probability(), 0.8);
+        assert!(t.is_per_host());
         assert_eq!(t.name(), "adaptive_throttle");
     }
 
     #[test]
-    fn a_healthy_backend_is_never_throttled() {
-        let (t, base) = throttle(2.0, 7);
-        for _ in 0..10_000 {
-            t.admit(&scope(base)).unwrap();
-            t.attempt_finished(&scope(base), &outcome(), false);
-        }
-        assert_eq!(t.rejection_probability_at(base), 0.0);
-    }
-
-    /// Seeded: with the window holding `accepts` accepted requests and then
-    /// `failures` failed ones, the number of 20,000 further attempts (all failing)
-    /// that are rejected equals the sum of the formula's probabilities at each
-    /// step (every attempt, rejected or failed, adds a request) within 4 standard
-    /// deviations of that binomial sum plus 0.2 % of the draws.
-    #[test]
-    fn rejection_rate_follows_the_sre_formula() {
-        for (k, accepts, failures, seed) in [
-            (2.0, 1_000u32, 1_000u32, 1u64),
-            (2.0, 1_000, 3_000, 2),
-            (1.5, 500, 2_000, 3),
-            (1.1, 2_000, 500, 4),
-        ] {
-            let (t, base) = throttle(k, seed);
-            let now = scope(base);
-            for _ in 0..accepts {
-                t.admit(&now).unwrap();
-                t.attempt_finished(&now, &outcome(), false);
-            }
-            let mut requests = u64::from(accepts);
-            for _ in 0..failures {
-                fail(&t, &now);
-                requests += 1;
-            }
-            let draws = 20_000u32;
-            let (mut expected, mut variance, mut rejected) = (0.0, 0.0, 0u32);
-            for _ in 0..draws {
-                let p = formula(requests, u64::from(accepts), k);
-                assert!((t.rejection_probability_at(base) - p).abs() < 1e-9);
-                expected += p;
-                variance += p * (1.0 - p);
-                rejected += u32::from(fail(&t, &now));
-                requests += 1;
-            }
-            let tolerance = 4.0 * f64::sqrt(variance) + 0.002 * f64::from(draws);
-            let observed = f64::from(rejected);
-            assert!(
-                (observed - expected).abs() <= tolerance,
-                "K {k}, {accepts} accepts, {failures} failures: rejected {observed}, \
-                 formula {expected:.0} ± {tolerance:.0}"
+    fn the_probability() {
+        let traffic = |requests, accepts| Traffic { requests, accepts };
+        #[rustfmt::skip]
+        let rows = [
+            ("cold: one failure",                  traffic(1, 0),      rule(2.0, 20, 0.8),  0),
+            ("under the threshold",                traffic(19, 0),     rule(2.0, 20, 0.8),  0),
+            ("at the threshold, capped",           traffic(20, 0),     rule(2.0, 20, 0.8),  800_000),
+            ("no threshold: one failure",          traffic(1, 0),      rule(2.0, 0, 0.99),  500_000),
+            ("healthy",                            traffic(1_000, 1_000), rule(2.0, 20, 0.8), 0),
+            ("half failing, K = 2",                traffic(1_000, 500), rule(2.0, 20, 0.8), 0),
+            ("three in four failing",              traffic(1_000, 250), rule(2.0, 20, 0.8), 499_500),
+            ("rounded down",                       traffic(3, 1),      rule(1.0, 0, 0.99),  500_000),
+            ("rounded down, thirds",               traffic(2, 0),      rule(1.0, 0, 0.99),  666_666),
+            ("K = 1.1 starts near 10 % failures",  traffic(1_000, 900), rule(1.1, 20, 0.8), 9_990),
+            ("the cap binds",                      traffic(10_000, 0), rule(2.0, 20, 0.5),  500_000),
+            ("a cap of 0 never rejects",           traffic(10_000, 0), rule(2.0, 20, 0.0),  0),
+            ("saturated counts",                   traffic(u64::MAX, 0), rule(2.0, 20, 0.8), 800_000),
+        ];
+        for (name, counts, rule, expected) in rows {
+            assert_eq!(
+                rejection_probability(counts, rule).get(),
+                expected,
+                "{name}"
             );
-            assert!(expected > 100.0, "the case exercises rejection");
         }
     }
 
     #[test]
-    fn attempts_in_flight_are_not_requests_yet() {
-        let (t, base) = throttle(2.0, 3);
-        // A burst of 1,000 first attempts before any outcome: none throttled.
-        for _ in 0..1_000 {
-            t.admit(&scope(base)).unwrap();
+    fn a_cold_throttle_never_rejects_after_one_failure() {
+        let (t, base) = throttle(AdaptiveThrottle::builder());
+        sent(&t, A, base, 1, true);
+        assert_eq!(t.rejection_probability_at(A, base), 0.0);
+        for _ in 0..10_000 {
+            t.admit(&scope(A, base)).unwrap();
         }
-        assert_eq!(t.rejection_probability_at(base), 0.0);
+    }
+
+    #[test]
+    fn a_healthy_backend_is_never_throttled() {
+        let (t, base) = throttle(AdaptiveThrottle::builder());
+        for _ in 0..10_000 {
+            t.admit(&scope(A, base)).unwrap();
+            t.attempt_finished(&scope(A, base), &ok(), false);
+        }
+        assert_eq!(t.rejection_probability_at(A, base), 0.0);
+    }
+
+    /// Seeded: with the counts fixed (rejections are not counted, admitted
+    /// attempts never end here), the share rejected matches the probability
+    /// within 4 standard deviations.
+    #[test]
+    fn rejects_at_the_probability_and_its_rejections_do_not_count() {
+        for (failures, accepts, max) in [(1_000, 0, 0.8), (1_000, 250, 0.8), (600, 100, 0.5)] {
+            let (t, base) = throttle(AdaptiveThrottle::builder().max_rejection_probability(max));
+            sent(&t, A, base, failures, true);
+            sent(&t, A, base, accepts, false);
+            let p = t.rejection_probability_at(A, base);
+            let draws = 20_000u32;
+            let rejected = (0..draws)
+                .filter(|_| t.admit(&scope(A, base)).is_err())
+                .count() as f64;
+            assert_eq!(
+                t.rejection_probability_at(A, base),
+                p,
+                "rejections uncounted"
+            );
+            let expected = p * f64::from(draws);
+            let tolerance = 4.0 * (expected * (1.0 - p)).sqrt();
+            assert!(
+                (rejected - expected).abs() <= tolerance,
+                "p {p}: rejected {rejected}, expected {expected:.0} ± {tolerance:.0}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_outage_is_forgotten_one_window_after_its_last_failure() {
+        let (t, base) = throttle(AdaptiveThrottle::builder());
+        let window = Duration::from_secs(5);
+        sent(&t, A, base, 1_000, true);
+        assert_eq!(t.rejection_probability_at(A, base), 0.8);
+        // A tenth of the window later, still all failures.
+        let tenth = base + window / 10;
+        assert_eq!(t.rejection_probability_at(A, tenth), 0.8);
+        // Accepts bring it down before the window has passed ...
+        sent(&t, A, tenth, 1_000, false);
+        assert_eq!(t.rejection_probability_at(A, tenth), 0.0);
+        // ... and without any, one window after the last failure nothing is left.
+        let (t, base) = throttle(AdaptiveThrottle::builder());
+        sent(&t, A, base, 1_000, true);
+        assert_eq!(
+            t.rejection_probability_at(A, base + window - Duration::from_millis(1)),
+            0.8
+        );
+        assert_eq!(t.rejection_probability_at(A, base + window), 0.0);
+        t.admit(&scope(A, base + window)).unwrap();
+    }
+
+    #[test]
+    fn a_down_authority_never_refuses_another() {
+        let (t, base) = throttle(AdaptiveThrottle::builder());
+        let other_port = "http://api.example.com:8080";
+        sent(&t, A, base, 1_000, true);
+        for _ in 0..1_000 {
+            t.admit(&scope(other_port, base)).unwrap();
+        }
+        let refusal = (0..100)
+            .find_map(|_| t.admit(&scope(A, base)).err())
+            .expect("a refusal");
+        assert_eq!(refusal.gate(), "adaptive_throttle");
+        assert_eq!(refusal.authority(), Some(A));
+        assert_eq!(refusal.rejection_probability(), Some(0.8));
+        assert!(refusal.to_string().contains("80.0 %"), "{refusal}");
+        // Shared: one window for everyone.
+        let (t, base) = throttle(AdaptiveThrottle::builder().per_host(false));
+        sent(&t, A, base, 1_000, true);
+        assert_eq!(t.rejection_probability_at(other_port, base), 0.8);
     }
 
     #[test]
     fn the_same_seed_rejects_the_same_attempts() {
         let run = || {
-            let (t, base) = throttle(2.0, 99);
+            let (t, base) = throttle(AdaptiveThrottle::builder());
+            sent(&t, A, base, 100, true);
             (0..2_000)
-                .map(|_| fail(&t, &scope(base)))
+                .map(|_| t.admit(&scope(A, base)).is_err())
                 .collect::<Vec<_>>()
         };
         assert_eq!(run(), run());
-    }
-
-    #[test]
-    fn counts_leave_the_window_and_refusals_name_the_gate() {
-        let (t, base) = throttle(2.0, 5);
-        for _ in 0..1_000 {
-            fail(&t, &scope(base));
-        }
-        assert!(t.rejection_probability_at(base) > 0.99);
-        let refusal = (0..100)
-            .find_map(|_| t.admit(&scope(base)).err())
-            .expect("a refusal");
-        assert_eq!(refusal.gate(), "adaptive_throttle");
-        let later = base + Duration::from_secs(10);
-        assert_eq!(t.rejection_probability_at(later), 0.0);
-        t.admit(&scope(later)).unwrap();
     }
 
     #[test]
@@ -450,7 +631,18 @@ mod tests {
             b().window(Duration::ZERO).build().unwrap_err(),
             InvalidThrottle::Window(Duration::ZERO)
         );
+        for p in [1.0, -0.1, f64::NAN] {
+            assert!(matches!(
+                b().max_rejection_probability(p).build(),
+                Err(InvalidThrottle::MaxRejection(_))
+            ));
+        }
         assert!(b().k(1.0).window(Duration::from_secs(3600)).build().is_ok());
+        assert!(b()
+            .max_rejection_probability(0.0)
+            .min_requests(0)
+            .build()
+            .is_ok());
         let message = InvalidThrottle::K(0.5).to_string();
         assert!(
             message.contains("[1, 1000]") && message.contains("0.5"),

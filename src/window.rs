@@ -42,6 +42,13 @@ pub(crate) trait Counts: Copy + Default {
     fn saturating_add(self, other: Self) -> Self;
 }
 
+/// A plain count.
+impl Counts for u64 {
+    fn saturating_add(self, other: u64) -> u64 {
+        u64::saturating_add(self, other)
+    }
+}
+
 #[derive(Clone, Copy, Default)]
 struct Slot<C> {
     epoch: u64,
@@ -87,23 +94,31 @@ impl<C: Counts> Window<C> {
 
     /// The counts summed over the slots still live at `epoch` (or at the latest seen).
     pub(crate) fn sum(&self, epoch: u64) -> C {
+        self.sum_before(epoch, u64::MAX)
+    }
+
+    /// Like [`sum`](Self::sum), over the live slots of epochs before `before` only.
+    pub(crate) fn sum_before(&self, epoch: u64, before: u64) -> C {
         let epoch = epoch.max(self.latest);
         self.slots
             .iter()
-            .filter(|s| epoch.saturating_sub(s.epoch) < SLOTS)
+            .filter(|s| epoch.saturating_sub(s.epoch) < SLOTS && s.epoch < before)
             .fold(C::default(), |sum, s| sum.saturating_add(s.counts))
+    }
+
+    /// The counts of the slot for `epoch` if it is still the one written for that
+    /// epoch and live: for taking back what was counted there, never creating or
+    /// reviving a slot.
+    pub(crate) fn live_slot(&mut self, epoch: u64) -> Option<&mut C> {
+        let latest = self.latest;
+        let slot = &mut self.slots[(epoch % SLOTS) as usize];
+        (slot.epoch == epoch && latest.saturating_sub(epoch) < SLOTS).then_some(&mut slot.counts)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    impl Counts for u64 {
-        fn saturating_add(self, other: u64) -> u64 {
-            u64::saturating_add(self, other)
-        }
-    }
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
@@ -136,6 +151,38 @@ mod tests {
             }
             assert_eq!(window.sum(epochs.of(base + ms(read))), expected, "{name}");
         }
+    }
+
+    #[test]
+    fn older_slots_and_live_slots() {
+        // Slots of 1 s; one write at each of 0, 1, 2, 3 s.
+        let base = Instant::now();
+        let epochs = Epochs::new(base, Duration::from_secs(10));
+        let mut window = Window::<u64>::default();
+        for at in [0, 1_000, 2_000, 3_000] {
+            *window.slot(epochs.of(base + ms(at))) += 1;
+        }
+        #[rustfmt::skip]
+        let rows = [
+            ("before epoch 2",       3,  2,        2),
+            ("before epoch 0",       3,  0,        0),
+            ("before anything later", 3, u64::MAX, 4),
+            ("epoch 0 expired",      10, 2,        1),
+        ];
+        for (name, now, before, expected) in rows {
+            assert_eq!(window.sum_before(now, before), expected, "{name}");
+        }
+        // Taking back: only from the slot written for that epoch, while live.
+        *window.live_slot(1).expect("live") -= 1;
+        assert_eq!(window.sum(3), 3);
+        assert!(window.live_slot(5).is_none(), "never written");
+        assert!(
+            window.live_slot(11).is_none(),
+            "slot 1 holds epoch 1, not 11"
+        );
+        window.advance(11);
+        assert!(window.live_slot(1).is_none(), "expired");
+        assert!(window.live_slot(2).is_some());
     }
 
     #[test]

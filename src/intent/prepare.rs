@@ -127,6 +127,11 @@ impl<T: Transport> Prepared<T> {
         self.requests.url().host_str().unwrap_or("")
     }
 
+    /// What per-authority gates key by (see `authority::of`).
+    pub(super) fn authority(&self) -> std::borrow::Cow<'_, str> {
+        crate::authority::of(self.requests.url())
+    }
+
     /// Sends `attempt`'s request as `outgoing::dress` writes it, and returns the
     /// transport's future; or why no attempt can start (the pause overran the
     /// deadline, or a body that cannot be replayed was already sent).

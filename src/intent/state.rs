@@ -67,11 +67,14 @@ impl LoopState {
             duration: ended.saturating_duration_since(attempt.started),
             delay_after: None,
         });
+        let authority = crate::authority::of(url);
         let scope = GateScope {
             host: url.host_str().unwrap_or(""),
+            authority: &authority,
             now: ended,
             attempt: attempt.number,
             retry_cause: None,
+            attempt_duration: ended.saturating_duration_since(attempt.started),
         };
         gate::tell_all(
             &policy.gates,

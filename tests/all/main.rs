@@ -14,6 +14,7 @@ mod budget;
 mod classification;
 mod deadline;
 mod extension_points;
+mod gates;
 mod keys;
 mod middleware;
 mod per_request;

@@ -23,12 +23,18 @@ pub struct Summary {
     pub p7_kib: Option<i64>,
     /// Allocations per intent, reqwest-resilience minus bare reqwest.
     pub p8_allocs: Option<f64>,
-    /// P9, breaker row: attempts per intent in the outage's steady state.
+    /// P9, the worst row with a breaker (fast 503 and refused connections): attempts
+    /// per intent from 3 s into the outage, worst instance.
     pub p9_outage: Option<f64>,
-    /// P9, breaker row: seconds from recovery to 99 % successes.
+    /// P9, every row and kind of outage: seconds from recovery to a 1-s window
+    /// with 99 % successes, worst instance.
     pub p9_recovery_s: Option<f64>,
-    /// P9, breaker row: intents refused in the 5 % random-503 run.
+    /// P9, the worst gated row: intents refused in the 5 % random-503 run.
     pub p9_refused_at_5pct: Option<usize>,
+    /// P9, every gated row: intents refused after one failure from a cold start.
+    pub p9_cold_refused: Option<usize>,
+    /// P9, every gated row: intents to a healthy authority refused beside a down one.
+    pub p9_isolation_refused: Option<usize>,
     /// Durable intents/s ÷ the database's raw rows/s (P10).
     pub p10_sqlite: Option<f64>,
     pub p10_postgres: Option<f64>,
@@ -108,8 +114,8 @@ pub fn summary_line(s: &Summary) -> String {
     format!(
         "SUMMARY p1={} p1_floor={} p2={} p2_floor={} p3={} p4_early={} p5_ms={} p6_full={} \
          p6_decorrelated={} p7_kib={} p8_allocs={} p9_outage={} p9_recovery_s={} \
-         p9_refused_at_5pct={} p10_sqlite={} p10_postgres={} p11={} p11_added_us={} \
-         p11_sqlite={} p11_postgres={}",
+         p9_refused_at_5pct={} p9_cold_refused={} p9_isolation_refused={} p10_sqlite={} \
+         p10_postgres={} p11={} p11_added_us={} p11_sqlite={} p11_postgres={}",
         or_na(s.p1, |v| format!("{v:.3}")),
         or_na(s.p1_floor, |v| format!("{v:.3}")),
         or_na(s.p2, |v| format!("{v:.3}")),
@@ -124,6 +130,8 @@ pub fn summary_line(s: &Summary) -> String {
         or_na(s.p9_outage, |v| format!("{v:.3}")),
         or_na(s.p9_recovery_s, |v| format!("{v:.1}")),
         or_na(s.p9_refused_at_5pct, |v| v.to_string()),
+        or_na(s.p9_cold_refused, |v| v.to_string()),
+        or_na(s.p9_isolation_refused, |v| v.to_string()),
         or_na(s.p10_sqlite, |v| format!("{v:.3}")),
         or_na(s.p10_postgres, |v| format!("{v:.3}")),
         or_na(s.p11, |v| format!("{v:.3}")),

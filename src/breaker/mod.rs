@@ -1,29 +1,31 @@
 //! A circuit breaker gate: when most attempts to a service fail, stop sending the first
 //! attempts too. The behaviour is documented on [`CircuitBreaker`].
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::attempt_log::AttemptOutcome;
+use crate::authority::{AuthorityMap, MAX_AUTHORITIES};
 use crate::gate::{Gate, GateRefusal, GateScope};
+use crate::ratio::{whole, Millionths};
 use crate::window::{Counts, Epochs, Window};
+
+mod phases;
+
+use phases::{Event, Phase, Rules};
 
 /// The gate's name in refusals, logs and metrics.
 const NAME: &str = "circuit_breaker";
 /// Target of the state-change events.
 const TARGET: &str = "reqwest_resilience::breaker";
-/// Fixed-point scale of the failure ratio (millionths).
-const SCALE: u64 = 1_000_000;
-/// Most hosts with a circuit of their own; further hosts share one.
-const MAX_HOSTS: usize = 1024;
 
 pub(crate) const DEFAULT_FAILURE_RATIO: f64 = 0.5;
-pub(crate) const DEFAULT_SAMPLING_DURATION: Duration = Duration::from_secs(10);
-pub(crate) const DEFAULT_MINIMUM_THROUGHPUT: u32 = 100;
+pub(crate) const DEFAULT_SAMPLING_DURATION: Duration = Duration::from_secs(5);
+pub(crate) const DEFAULT_MINIMUM_THROUGHPUT: u32 = 50;
 pub(crate) const DEFAULT_BREAK_DURATION: Duration = Duration::from_secs(5);
 pub(crate) const DEFAULT_PROBES: u32 = 1;
+pub(crate) const DEFAULT_SLOW_CALL_DURATION: Option<Duration> = None;
 
 const MIN_SAMPLING: Duration = Duration::from_millis(500);
 const MAX_SAMPLING: Duration = Duration::from_secs(3600);
@@ -62,10 +64,20 @@ const MAX_BREAK: Duration = Duration::from_secs(86_400);
 ///   ([`GateRefusal::retry_after`]); the error says
 ///   [`is_gate_refused`](crate::Error::is_gate_refused).
 /// * With [`per_host(true)`](CircuitBreakerBuilder::per_host) (the default) every
-///   host has its own circuit, so one dead host does not refuse intents to
-///   healthy ones. **A host whose traffic stays under the minimum throughput
-///   within the sampling duration never opens its circuit**, however many of its
-///   attempts fail: the budget and max attempts are all that protect it.
+///   authority — scheme, host and port ([`GateScope::authority`]) — has its own
+///   circuit, so one dead service does not refuse intents to healthy ones, even on
+///   the same host. **An authority whose traffic stays under the minimum
+///   throughput within the sampling duration never opens its circuit**, however
+///   many of its attempts fail: the budget and max attempts are all that protect it.
+/// * Gates compose: when a gate asked after the breaker refuses an attempt the
+///   breaker admitted as a probe, the probe's slot comes back at once
+///   ([`Gate::not_sent`]), so the next intent is the probe.
+/// * With a [`slow_call_duration`](CircuitBreakerBuilder::slow_call_duration), an
+///   attempt that took at least that long counts as a failure whatever it
+///   answered; first attempts still outstanding that long count as failed
+///   attempts toward opening before they answer (a service that answers its 503s
+///   only after a long wait opens the circuit as early as one that answers at
+///   once); and a probe holds its slot at most that long.
 /// * [`isolate`](CircuitBreaker::isolate) forces every circuit open until
 ///   [`reset`](CircuitBreaker::reset), which also closes them all;
 ///   [`state`](CircuitBreaker::state) reads one.
@@ -73,11 +85,11 @@ const MAX_BREAK: Duration = Duration::from_secs(86_400);
 ///   closes the circuit (with an empty window), a failure opens it for another
 ///   break. The gate cannot tell a probe's outcome from the late outcome of an
 ///   attempt admitted before the circuit opened. A probe whose outcome never
-///   arrives (a later gate refused it, the caller dropped the intent) stops
-///   counting after one break duration, and another probe may go.
+///   arrives (the caller dropped the intent) stops counting after one break
+///   duration (or the slow call duration, when shorter), and another probe may go.
 /// * Every change of state is a `tracing` event with target
 ///   `reqwest_resilience::breaker` (INFO; WARN when a circuit opens), with the
-///   fields `gate`, `host`, `from` and `to`.
+///   fields `gate`, `authority`, `from` and `to`.
 ///
 /// Time is the policy's clock ([`GateScope::now`]), so a test that injects a
 /// [`VirtualClock`](crate::VirtualClock) drives the break without waiting.
@@ -111,11 +123,12 @@ const MAX_BREAK: Duration = Duration::from_secs(86_400);
 /// | setting | default | why |
 /// |---|---|---|
 /// | failure ratio | 0.5 | opens only when most attempts fail: with Polly's 0.1 a service answering 20 % random 503s (still serving 4 in 5) would be cut off; P9 shows 0.5 costs nothing at 5 % and 20 % random 503s |
-/// | sampling duration | 10 s | the retry budget's window. With a 0.5 ratio a window full of successes must be half replaced by failures before the circuit opens, so the circuit opens about half a window into an outage: Polly's 30 s would keep it closed for 15 s (all of P9's outage); 10 s opens it after about 5 s |
-/// | minimum throughput | 100 attempts | Polly / MEHR's standard value: a few failures prove nothing |
+/// | sampling duration | 5 s | with a 0.5 ratio a window full of successes must be half replaced by failures before the circuit opens, so the circuit opens about half a window into an outage: Polly's 30 s would keep it closed for 15 s; 5 s opens it within about 3 s, after which only probes reach the dead service. Random failures well under half of the traffic (a service answering 20 % 503s) do not reach the ratio over 5 s any more than over 30 s once the minimum throughput is met |
+/// | minimum throughput | 50 attempts | a few failures prove nothing, and at a 0.5 ratio 50 means at least 25 failures. Polly / MEHR's 100 is over a 30 s window; over 5 s it would ask 20 attempts a second of every client, and a service that answers its errors only after seconds hides that much of the window's traffic in flight, so a modest client would never open its circuit |
 /// | break duration | 5 s | Polly / MEHR's standard value; P9's recovery time is bounded by it |
 /// | probes in half-open | 1 | one request tells whether the service is back |
-/// | per host | yes | one dead host must not refuse intents to healthy ones (up to 1024 hosts; more share one circuit) |
+/// | per host | yes, per authority (scheme, host, port) | a down service must not refuse intents to healthy ones, even on the same host; up to 1024 tracked, past that the least recently used idle circuit makes room, or the new authority goes untracked (admitted) — never into another's circuit |
+/// | slow call duration | off | a slow success is still a success for a busy payment API; turn it on for a service whose outages show as slow errors |
 ///
 /// Whether a policy has a breaker at all is in [`RetryPolicy`](crate::RetryPolicy)'s
 /// Defaults table.
@@ -124,15 +137,22 @@ pub struct CircuitBreaker {
     inner: Arc<Inner>,
 }
 
-/// Builder for [`CircuitBreaker`]; setters never fail, [`build`](Self::build) validates.
-#[derive(Debug, Clone)]
-pub struct CircuitBreakerBuilder {
+/// A breaker's settings, as the builder holds them and the built breaker keeps them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Settings {
     failure_ratio: f64,
     sampling_duration: Duration,
     minimum_throughput: u32,
     break_duration: Duration,
     probes: u32,
     per_host: bool,
+    slow_call_duration: Option<Duration>,
+}
+
+/// Builder for [`CircuitBreaker`]; setters never fail, [`build`](Self::build) validates.
+#[derive(Debug, Clone)]
+pub struct CircuitBreakerBuilder {
+    settings: Settings,
 }
 
 /// Why a [`CircuitBreakerBuilder`] could not build a breaker.
@@ -154,6 +174,9 @@ pub enum InvalidBreaker {
     /// Half-open admitted no probe: the circuit could never close by itself.
     #[error("circuit breaker must admit at least one probe in half-open, got 0")]
     Probes,
+    /// The slow call duration was shorter than 10 ms or longer than a day.
+    #[error("circuit breaker slow call duration must be between 10 ms and 24 h, got {0:?}")]
+    SlowCallDuration(Duration),
 }
 
 /// Where a circuit stands.
@@ -191,53 +214,34 @@ impl fmt::Display for CircuitState {
 }
 
 struct Inner {
-    failure_ratio: f64,
-    ratio_scaled: u64,
-    sampling_duration: Duration,
+    settings: Settings,
+    ratio: Millionths,
     epochs: Epochs,
-    minimum_throughput: u32,
-    break_duration: Duration,
-    probes: u32,
-    per_host: bool,
+    rules: Rules,
     state: Mutex<State>,
 }
 
-#[derive(Default)]
 struct State {
     isolated: bool,
     shared: Circuit,
-    hosts: HashMap<String, Circuit>,
+    authorities: AuthorityMap<Circuit>,
 }
 
 #[derive(Default)]
 struct Circuit {
     phase: Phase,
     window: Window<Outcomes>,
+    /// First attempts admitted and not ended yet, by the slot they were admitted
+    /// in (kept only with a slow call duration).
+    in_flight: Window<u64>,
 }
 
-#[derive(Default, Clone, Copy)]
-enum Phase {
-    #[default]
-    Closed,
-    Open {
-        until: Instant,
-    },
-    /// `out` probes admitted and not yet answered; a probe whose outcome never
-    /// arrives (a later gate refused it, the caller dropped the intent) stops
-    /// counting at `lease_until`.
-    HalfOpen {
-        out: u32,
-        lease_until: Instant,
-    },
-}
-
-impl Phase {
-    fn state(self) -> CircuitState {
-        match self {
-            Phase::Closed => CircuitState::Closed,
-            Phase::Open { .. } => CircuitState::Open,
-            Phase::HalfOpen { .. } => CircuitState::HalfOpen,
-        }
+impl Circuit {
+    /// Nothing to remember: closed, nothing counted in its window, nothing out.
+    fn is_idle(&self, epoch: u64) -> bool {
+        self.phase == Phase::Closed
+            && self.window.sum(epoch).attempts == 0
+            && self.in_flight.sum(epoch) == 0
     }
 }
 
@@ -257,12 +261,6 @@ impl Counts for Outcomes {
     }
 }
 
-/// A change of state, logged once the lock is released.
-struct Change {
-    from: CircuitState,
-    to: CircuitState,
-}
-
 impl Inner {
     fn lock(&self) -> MutexGuard<'_, State> {
         // Plain counters and a phase, always consistent: ignore poisoning.
@@ -270,122 +268,127 @@ impl Inner {
     }
 
     fn is_tripped(&self, Outcomes { attempts, failures }: Outcomes) -> bool {
-        attempts >= u64::from(self.minimum_throughput)
-            && u128::from(failures) * u128::from(SCALE)
-                >= u128::from(self.ratio_scaled) * u128::from(attempts)
+        attempts >= u64::from(self.settings.minimum_throughput)
+            && whole(failures) >= self.ratio.of(attempts)
     }
 
-    /// May an attempt go out on `circuit` at `now`? On a refusal, the time until
-    /// a probe may go.
-    fn admit(&self, circuit: &mut Circuit, now: Instant) -> (Result<(), Duration>, Option<Change>) {
-        match circuit.phase {
-            Phase::Closed => (Ok(()), None),
-            Phase::Open { until } if now < until => (Err(until - now), None),
-            Phase::Open { .. } => {
-                circuit.phase = Phase::HalfOpen {
-                    out: 1,
-                    lease_until: now + self.break_duration,
-                };
-                let change = Change {
-                    from: CircuitState::Open,
-                    to: CircuitState::HalfOpen,
-                };
-                (Ok(()), Some(change))
-            }
-            Phase::HalfOpen { out, lease_until } => {
-                let (out, lease_until) = if now >= lease_until {
-                    (0, now + self.break_duration) // probes lost: lease new ones
-                } else {
-                    (out, lease_until)
-                };
-                if out < self.probes {
-                    circuit.phase = Phase::HalfOpen {
-                        out: out + 1,
-                        lease_until,
-                    };
-                    (Ok(()), None)
-                } else {
-                    circuit.phase = Phase::HalfOpen { out, lease_until };
-                    (Err(lease_until.saturating_duration_since(now)), None)
-                }
-            }
+    /// Applies `event` to the circuit of `scope`'s authority; the verdict of an
+    /// `Admit`: go, or the time until a probe may go (`None` while isolated). An
+    /// authority the breaker cannot track is admitted.
+    fn on(&self, scope: &GateScope<'_>, event: Event) -> Result<(), Option<Duration>> {
+        let now = scope.now();
+        let epoch = self.epochs.of(now);
+        let mut state = self.lock();
+        if state.isolated {
+            return Err(None);
         }
-    }
-
-    /// Counts an attempt's outcome on `circuit`.
-    fn finished(&self, circuit: &mut Circuit, now: Instant, failed: bool) -> Option<Change> {
-        match circuit.phase {
-            Phase::Closed => {
-                let epoch = self.epochs.of(now);
+        let circuit = if self.settings.per_host {
+            match state
+                .authorities
+                .entry(scope.authority(), |c| c.is_idle(epoch))
+            {
+                Some(circuit) => circuit,
+                None => return Ok(()),
+            }
+        } else {
+            &mut state.shared
+        };
+        let first = scope.retry_cause().is_none() && scope.attempt() == 1;
+        let event = match event {
+            Event::Finished { failed, .. } if circuit.phase == Phase::Closed => {
                 let bucket = circuit.window.slot(epoch);
                 bucket.attempts = bucket.attempts.saturating_add(1);
                 bucket.failures = bucket.failures.saturating_add(u64::from(failed));
-                if failed && self.is_tripped(circuit.window.sum(epoch)) {
-                    circuit.phase = Phase::Open {
-                        until: now + self.break_duration,
-                    };
-                    circuit.window = Window::default();
-                    return Some(Change {
-                        from: CircuitState::Closed,
-                        to: CircuitState::Open,
-                    });
+                let tripped = failed && self.is_tripped(circuit.window.sum(epoch));
+                Event::Finished { failed, tripped }
+            }
+            other => other,
+        };
+        let mut changes = [None, None];
+        if event == Event::Admit && self.is_stalled(circuit, now, epoch) {
+            changes[0] = self.apply(circuit, Event::Stalled, now).change;
+        }
+        let step = self.apply(circuit, event, now);
+        changes[1] = step.change;
+        if self.settings.slow_call_duration.is_some() && first {
+            self.track_in_flight(circuit, scope, event, step.verdict, epoch);
+        }
+        drop(state);
+        for (from, to) in changes.into_iter().flatten() {
+            log_change(scope.authority(), from, to);
+        }
+        step.verdict.unwrap_or(Ok(())).map_err(Some)
+    }
+
+    /// `event`'s step on `circuit`; a change of phase starts empty windows.
+    fn apply(&self, circuit: &mut Circuit, event: Event, now: Instant) -> phases::Step {
+        let step = phases::step(circuit.phase, event, now, self.rules);
+        circuit.phase = step.phase;
+        if step.change.is_some() {
+            circuit.window = Window::default();
+            circuit.in_flight = Window::default();
+        }
+        step
+    }
+
+    /// Closed, and first attempts still outstanding past the slow call duration,
+    /// counted as failed attempts, bring the failures to the ratio.
+    fn is_stalled(&self, circuit: &Circuit, now: Instant, epoch: u64) -> bool {
+        let Some(slow) = self.settings.slow_call_duration else {
+            return false;
+        };
+        if circuit.phase != Phase::Closed {
+            return false;
+        }
+        // Whole slots that began at least `slow` ago.
+        let Some(cutoff) = now.checked_sub(slow).map(|then| self.epochs.of(then)) else {
+            return false;
+        };
+        let stalled = circuit.in_flight.sum_before(epoch, cutoff);
+        let Outcomes { attempts, failures } = circuit.window.sum(epoch);
+        stalled > 0
+            && self.is_tripped(Outcomes {
+                attempts: attempts.saturating_add(stalled),
+                failures: failures.saturating_add(stalled),
+            })
+    }
+
+    /// Counts a first attempt out when admitted, and back in when it ends or is
+    /// not sent (in the slot of its admission, which for a first attempt is its
+    /// start).
+    fn track_in_flight(
+        &self,
+        circuit: &mut Circuit,
+        scope: &GateScope<'_>,
+        event: Event,
+        verdict: Option<Result<(), Duration>>,
+        epoch: u64,
+    ) {
+        match (event, verdict) {
+            (Event::Admit, Some(Ok(()))) => {
+                let out = circuit.in_flight.slot(epoch);
+                *out = out.saturating_add(1);
+            }
+            (Event::Finished { .. } | Event::NotSent, _) => {
+                let started = scope
+                    .now()
+                    .checked_sub(scope.attempt_duration())
+                    .map_or(0, |at| self.epochs.of(at));
+                if let Some(out) = circuit.in_flight.live_slot(started) {
+                    *out = out.saturating_sub(1);
                 }
-                None
             }
-            // A late outcome of an attempt admitted before the circuit opened.
-            Phase::Open { .. } => None,
-            Phase::HalfOpen { .. } if failed => {
-                circuit.phase = Phase::Open {
-                    until: now + self.break_duration,
-                };
-                Some(Change {
-                    from: CircuitState::HalfOpen,
-                    to: CircuitState::Open,
-                })
-            }
-            Phase::HalfOpen { .. } => {
-                circuit.phase = Phase::Closed;
-                circuit.window = Window::default();
-                Some(Change {
-                    from: CircuitState::HalfOpen,
-                    to: CircuitState::Closed,
-                })
-            }
+            _ => {}
         }
     }
 }
 
-impl State {
-    /// The circuit of `host`, created if there is room.
-    fn circuit_mut(&mut self, host: &str, per_host: bool, epoch: u64) -> &mut Circuit {
-        if !per_host {
-            return &mut self.shared;
-        }
-        if !self.hosts.contains_key(host) {
-            if self.hosts.len() >= MAX_HOSTS {
-                // Forget closed circuits with nothing in their window.
-                self.hosts.retain(|_, c| {
-                    !matches!(c.phase, Phase::Closed) || c.window.sum(epoch).attempts > 0
-                });
-            }
-            if self.hosts.len() >= MAX_HOSTS {
-                return &mut self.shared;
-            }
-            self.hosts.insert(host.to_owned(), Circuit::default());
-        }
-        self.hosts.get_mut(host).unwrap_or(&mut self.shared)
-    }
-}
-
-fn log_change(host: &str, change: Option<Change>) {
-    let Some(Change { from, to }) = change else {
-        return;
-    };
+fn log_change(authority: &str, from: CircuitState, to: CircuitState) {
     if to == CircuitState::Open {
         tracing::warn!(
             target: TARGET,
             gate = NAME,
-            host,
+            authority,
             from = from.as_str(),
             to = to.as_str(),
             "circuit opened: attempts are refused until a probe succeeds"
@@ -394,7 +397,7 @@ fn log_change(host: &str, change: Option<Change>) {
         tracing::info!(
             target: TARGET,
             gate = NAME,
-            host,
+            authority,
             from = from.as_str(),
             to = to.as_str(),
             "circuit state changed"
@@ -406,12 +409,15 @@ impl CircuitBreaker {
     /// A builder starting from the defaults (see [`CircuitBreaker`]'s Defaults).
     pub fn builder() -> CircuitBreakerBuilder {
         CircuitBreakerBuilder {
-            failure_ratio: DEFAULT_FAILURE_RATIO,
-            sampling_duration: DEFAULT_SAMPLING_DURATION,
-            minimum_throughput: DEFAULT_MINIMUM_THROUGHPUT,
-            break_duration: DEFAULT_BREAK_DURATION,
-            probes: DEFAULT_PROBES,
-            per_host: true,
+            settings: Settings {
+                failure_ratio: DEFAULT_FAILURE_RATIO,
+                sampling_duration: DEFAULT_SAMPLING_DURATION,
+                minimum_throughput: DEFAULT_MINIMUM_THROUGHPUT,
+                break_duration: DEFAULT_BREAK_DURATION,
+                probes: DEFAULT_PROBES,
+                per_host: true,
+                slow_call_duration: DEFAULT_SLOW_CALL_DURATION,
+            },
         }
     }
 
@@ -420,19 +426,21 @@ impl CircuitBreaker {
         Self::builder().build_unchecked(Instant::now())
     }
 
-    /// The state of `host`'s circuit (of the one shared circuit unless per host).
-    /// With the breaker isolated, [`CircuitState::Isolated`] for every host.
-    pub fn state(&self, host: &str) -> CircuitState {
+    /// The state of the circuit of `authority` (`scheme://host[:port]`, as
+    /// [`GateScope::authority`] spells it; of the one shared circuit unless per
+    /// host). An authority the breaker does not track reads `Closed`. With the
+    /// breaker isolated, [`CircuitState::Isolated`] for every authority.
+    pub fn state(&self, authority: &str) -> CircuitState {
         let state = self.inner.lock();
         if state.isolated {
             return CircuitState::Isolated;
         }
-        let circuit = if self.inner.per_host {
-            state.hosts.get(host).unwrap_or(&state.shared)
+        let circuit = if self.inner.settings.per_host {
+            state.authorities.get(authority)
         } else {
-            &state.shared
+            Some(&state.shared)
         };
-        circuit.phase.state()
+        circuit.map_or(CircuitState::Closed, |c| c.phase.state())
     }
 
     /// Forces every circuit open: every attempt is refused (without a time until a
@@ -441,7 +449,7 @@ impl CircuitBreaker {
     pub fn isolate(&self) {
         let was = std::mem::replace(&mut self.inner.lock().isolated, true);
         if !was {
-            tracing::warn!(target: TARGET, gate = NAME, host = "*", from = "any", to = "isolated", "circuit isolated by hand");
+            tracing::warn!(target: TARGET, gate = NAME, authority = "*", from = "any", to = "isolated", "circuit isolated by hand");
         }
     }
 
@@ -451,76 +459,85 @@ impl CircuitBreaker {
         let mut state = self.inner.lock();
         state.isolated = false;
         state.shared = Circuit::default();
-        state.hosts.clear();
+        state.authorities.clear();
         drop(state);
-        tracing::info!(target: TARGET, gate = NAME, host = "*", from = "any", to = "closed", "circuit reset by hand");
+        tracing::info!(target: TARGET, gate = NAME, authority = "*", from = "any", to = "closed", "circuit reset by hand");
     }
 
     /// The failure ratio at or above which a circuit opens.
     pub fn failure_ratio(&self) -> f64 {
-        self.inner.failure_ratio
+        self.inner.settings.failure_ratio
     }
 
     /// The window over which the ratio is measured.
     pub fn sampling_duration(&self) -> Duration {
-        self.inner.sampling_duration
+        self.inner.settings.sampling_duration
     }
 
     /// Attempts needed in the window before a circuit may open.
     pub fn minimum_throughput(&self) -> u32 {
-        self.inner.minimum_throughput
+        self.inner.settings.minimum_throughput
     }
 
     /// How long a circuit stays open before a probe.
     pub fn break_duration(&self) -> Duration {
-        self.inner.break_duration
+        self.inner.settings.break_duration
     }
 
     /// Probes admitted at once in half-open.
     pub fn probes(&self) -> u32 {
-        self.inner.probes
+        self.inner.settings.probes
     }
 
-    /// Whether each host has its own circuit.
+    /// Whether each authority has its own circuit.
     pub fn is_per_host(&self) -> bool {
-        self.inner.per_host
+        self.inner.settings.per_host
+    }
+
+    /// An attempt that takes at least this long counts as a failure, and a probe
+    /// holds its slot at most this long; `None` when slow attempts count by their
+    /// outcome alone.
+    pub fn slow_call_duration(&self) -> Option<Duration> {
+        self.inner.settings.slow_call_duration
     }
 }
 
-/// Asked before every attempt (first ones included): refuses while the host's
-/// circuit is open; counts every attempt's outcome.
+/// Asked before every attempt (first ones included): refuses while the
+/// authority's circuit is open; counts every attempt's outcome; a probe that a
+/// later gate refused gives its slot back at once.
 impl Gate for CircuitBreaker {
     fn name(&self) -> &str {
         NAME
     }
 
     fn admit(&self, scope: &GateScope<'_>) -> Result<(), GateRefusal> {
-        let inner = &*self.inner;
-        let now = scope.now();
-        let mut state = inner.lock();
-        if state.isolated {
-            return Err(GateRefusal::new(NAME));
-        }
-        let epoch = inner.epochs.of(now);
-        let circuit = state.circuit_mut(scope.host(), inner.per_host, epoch);
-        let (verdict, change) = inner.admit(circuit, now);
-        drop(state);
-        log_change(scope.host(), change);
-        verdict.map_err(|wait| GateRefusal::new(NAME).with_retry_after(wait))
+        self.inner.on(scope, Event::Admit).map_err(|wait| {
+            let refusal = GateRefusal::new(NAME).with_authority(scope.authority());
+            match wait {
+                Some(wait) => refusal.with_retry_after(wait),
+                None => refusal, // isolated: no time to promise
+            }
+        })
     }
 
     fn attempt_finished(&self, scope: &GateScope<'_>, _: &AttemptOutcome, struggling: bool) {
-        let inner = &*self.inner;
-        let now = scope.now();
-        let mut state = inner.lock();
-        if state.isolated {
-            return;
-        }
-        let epoch = inner.epochs.of(now);
-        let circuit = state.circuit_mut(scope.host(), inner.per_host, epoch);
-        let change = inner.finished(circuit, now, struggling);
-        drop(state);
-        log_change(scope.host(), change);
+        let slow = self
+            .inner
+            .settings
+            .slow_call_duration
+            .is_some_and(|slow| scope.attempt_duration() >= slow);
+        let failed = struggling || slow;
+        let _ = self.inner.on(
+            scope,
+            Event::Finished {
+                failed,
+                tripped: false,
+            },
+        );
+    }
+
+    fn not_sent(&self, scope: &GateScope<'_>) {
+        let _ = self.inner.on(scope, Event::NotSent);
     }
 }
 
@@ -534,22 +551,24 @@ impl fmt::Debug for CircuitBreaker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let inner = &*self.inner;
         let state = inner.lock();
-        let (isolated, shared, hosts) = (
+        let (isolated, shared, authorities) = (
             state.isolated,
             state.shared.phase.state(),
-            state.hosts.len(),
+            state.authorities.len(),
         );
         drop(state);
+        let s = &inner.settings;
         f.debug_struct("CircuitBreaker")
-            .field("failure_ratio", &inner.failure_ratio)
-            .field("sampling_duration", &inner.sampling_duration)
-            .field("minimum_throughput", &inner.minimum_throughput)
-            .field("break_duration", &inner.break_duration)
-            .field("probes", &inner.probes)
-            .field("per_host", &inner.per_host)
+            .field("failure_ratio", &s.failure_ratio)
+            .field("sampling_duration", &s.sampling_duration)
+            .field("minimum_throughput", &s.minimum_throughput)
+            .field("break_duration", &s.break_duration)
+            .field("probes", &s.probes)
+            .field("per_host", &s.per_host)
+            .field("slow_call_duration", &s.slow_call_duration)
             .field("isolated", &isolated)
             .field("shared_state", &shared)
-            .field("host_circuits", &hosts)
+            .field("authority_circuits", &authorities)
             .finish()
     }
 }
@@ -558,41 +577,57 @@ impl CircuitBreakerBuilder {
     /// Failure ratio in (0, 1] at or above which a circuit opens (default 0.5).
     /// Applied in millionths, rounded down.
     pub fn failure_ratio(mut self, ratio: f64) -> Self {
-        self.failure_ratio = ratio;
+        self.settings.failure_ratio = ratio;
         self
     }
 
-    /// Window over which the ratio is measured, 500 ms ..= 1 h (default 10 s),
+    /// Window over which the ratio is measured, 500 ms ..= 1 h (default 5 s),
     /// counted in 10 buckets of a tenth each.
     pub fn sampling_duration(mut self, window: Duration) -> Self {
-        self.sampling_duration = window;
+        self.settings.sampling_duration = window;
         self
     }
 
     /// Attempts needed within the window before a circuit may open, at least 2
-    /// (default 100). A host with less traffic never opens its circuit.
+    /// (default 50). An authority with less traffic never opens its circuit.
     pub fn minimum_throughput(mut self, attempts: u32) -> Self {
-        self.minimum_throughput = attempts;
+        self.settings.minimum_throughput = attempts;
         self
     }
 
     /// How long an open circuit refuses before a probe, 10 ms ..= 24 h (default 5 s).
     pub fn break_duration(mut self, duration: Duration) -> Self {
-        self.break_duration = duration;
+        self.settings.break_duration = duration;
         self
     }
 
     /// Probes admitted at once in half-open, at least 1 (default 1). A probe whose
-    /// outcome never arrives stops counting after one break duration.
+    /// outcome never arrives stops counting after one break duration (or the slow
+    /// call duration, when shorter).
     pub fn probes(mut self, probes: u32) -> Self {
-        self.probes = probes;
+        self.settings.probes = probes;
         self
     }
 
-    /// Give each host its own circuit (default `true`; up to 1024 hosts, further
-    /// ones share one circuit).
+    /// Give each authority (scheme, host, port) its own circuit (default `true`).
+    /// Up to 1024 are tracked; past that a new one takes the place of the least
+    /// recently used idle circuit, or, when none is idle, is admitted untracked —
+    /// never put into another's circuit.
     pub fn per_host(mut self, yes: bool) -> Self {
-        self.per_host = yes;
+        self.settings.per_host = yes;
+        self
+    }
+
+    /// Count an attempt that took at least `duration` as a failure, whatever it
+    /// answered; count first attempts still outstanding that long as failed
+    /// attempts toward opening, before they answer (tracked in whole slots of a
+    /// tenth of the sampling duration); and let a probe hold its slot at most that
+    /// long (default: off, 10 ms ..= 24 h when set). Off by default because a slow success is still a
+    /// success for a payment API that is merely busy; turn it on for a service
+    /// whose outages show as slow errors (a gateway answering 503 after its own
+    /// timeout), so that they count as soon as they end rather than never.
+    pub fn slow_call_duration(mut self, duration: Option<Duration>) -> Self {
+        self.settings.slow_call_duration = duration;
         self
     }
 
@@ -601,43 +636,52 @@ impl CircuitBreakerBuilder {
     /// # Errors
     /// [`InvalidBreaker`] names the first setting out of range.
     pub fn build(self) -> Result<CircuitBreaker, InvalidBreaker> {
-        let ratio = self.failure_ratio;
+        let s = self.settings;
+        let ratio = s.failure_ratio;
         if !(ratio.is_finite() && ratio > 0.0 && ratio <= 1.0) {
             return Err(InvalidBreaker::FailureRatio(ratio));
         }
-        if !(MIN_SAMPLING..=MAX_SAMPLING).contains(&self.sampling_duration) {
-            return Err(InvalidBreaker::SamplingDuration(self.sampling_duration));
+        if !(MIN_SAMPLING..=MAX_SAMPLING).contains(&s.sampling_duration) {
+            return Err(InvalidBreaker::SamplingDuration(s.sampling_duration));
         }
-        if self.minimum_throughput < 2 {
-            return Err(InvalidBreaker::MinimumThroughput(self.minimum_throughput));
+        if s.minimum_throughput < 2 {
+            return Err(InvalidBreaker::MinimumThroughput(s.minimum_throughput));
         }
-        if !(MIN_BREAK..=MAX_BREAK).contains(&self.break_duration) {
-            return Err(InvalidBreaker::BreakDuration(self.break_duration));
+        if !(MIN_BREAK..=MAX_BREAK).contains(&s.break_duration) {
+            return Err(InvalidBreaker::BreakDuration(s.break_duration));
         }
-        if self.probes == 0 {
+        if s.probes == 0 {
             return Err(InvalidBreaker::Probes);
+        }
+        if let Some(slow) = s.slow_call_duration {
+            if !(MIN_BREAK..=MAX_BREAK).contains(&slow) {
+                return Err(InvalidBreaker::SlowCallDuration(slow));
+            }
         }
         Ok(self.build_unchecked(Instant::now()))
     }
 
     fn build_unchecked(self, origin: Instant) -> CircuitBreaker {
-        let scale = SCALE as f64;
-        // Largest n with n / 10^6 <= ratio.
-        let mut ratio_scaled = (self.failure_ratio * scale).floor().clamp(1.0, scale) as u64;
-        while ratio_scaled > 1 && ratio_scaled as f64 / scale > self.failure_ratio {
-            ratio_scaled -= 1;
-        }
+        let s = self.settings;
+        let probe_lease = s
+            .slow_call_duration
+            .map_or(s.break_duration, |slow| slow.min(s.break_duration));
         CircuitBreaker {
             inner: Arc::new(Inner {
-                failure_ratio: self.failure_ratio,
-                ratio_scaled,
-                sampling_duration: self.sampling_duration,
-                epochs: Epochs::new(origin, self.sampling_duration),
-                minimum_throughput: self.minimum_throughput,
-                break_duration: self.break_duration,
-                probes: self.probes,
-                per_host: self.per_host,
-                state: Mutex::new(State::default()),
+                settings: s,
+                // At least a millionth: a ratio of 0 would open on any failure.
+                ratio: Millionths::floor(s.failure_ratio, 1).max(Millionths::floor(1e-6, 1)),
+                epochs: Epochs::new(origin, s.sampling_duration),
+                rules: Rules {
+                    break_duration: s.break_duration,
+                    probes: s.probes,
+                    probe_lease,
+                },
+                state: Mutex::new(State {
+                    isolated: false,
+                    shared: Circuit::default(),
+                    authorities: AuthorityMap::new(MAX_AUTHORITIES),
+                }),
             }),
         }
     }
@@ -648,20 +692,22 @@ mod tests {
     use super::*;
     use crate::attempt_log::AttemptOutcome;
 
-    const H: &str = "api.example.com";
+    const H: &str = "https://api.example.com";
 
     fn at(base: Instant, ms: u64) -> GateScope<'static> {
         GateScope {
-            host: H,
+            host: "api.example.com",
+            authority: H,
             now: base + Duration::from_millis(ms),
             attempt: 1,
             retry_cause: None,
+            attempt_duration: Duration::ZERO,
         }
     }
 
-    fn on(host: &'static str, base: Instant, ms: u64) -> GateScope<'static> {
+    fn on(authority: &'static str, base: Instant, ms: u64) -> GateScope<'static> {
         GateScope {
-            host,
+            authority,
             ..at(base, ms)
         }
     }
@@ -702,8 +748,8 @@ mod tests {
     fn defaults_are_the_documented_ones() {
         let b = CircuitBreaker::default();
         assert_eq!(b.failure_ratio(), 0.5);
-        assert_eq!(b.sampling_duration(), Duration::from_secs(10));
-        assert_eq!(b.minimum_throughput(), 100);
+        assert_eq!(b.sampling_duration(), Duration::from_secs(5));
+        assert_eq!(b.minimum_throughput(), 50);
         assert_eq!(b.break_duration(), Duration::from_secs(5));
         assert_eq!(b.probes(), 1);
         assert!(b.is_per_host());
@@ -823,6 +869,139 @@ mod tests {
         let (b, t) = breaker(false);
         feed(&b, &on("down.example", t, 0), 10, 0);
         assert!(b.admit(&on("up.example", t, 10)).is_err());
+    }
+
+    #[test]
+    fn circuits_are_per_authority_not_per_host_name() {
+        let (b, t) = breaker(true);
+        let down = "http://127.0.0.1:8081";
+        let up = "http://127.0.0.1:8082";
+        feed(&b, &on(down, t, 0), 10, 0);
+        assert_eq!(b.state(down), CircuitState::Open);
+        assert_eq!(b.state(up), CircuitState::Closed);
+        for _ in 0..1_000 {
+            b.admit(&on(up, t, 10)).unwrap();
+        }
+        let refusal = b.admit(&on(down, t, 10)).unwrap_err();
+        assert_eq!(refusal.authority(), Some(down));
+        let text = refusal.to_string();
+        assert!(
+            text.contains("circuit_breaker") && text.contains(down) && text.contains("990 ms"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_probe_that_was_not_sent_gives_its_slot_back_at_once() {
+        let (b, t) = breaker(false);
+        feed(&b, &at(t, 0), 10, 0);
+        b.admit(&at(t, 1_000)).unwrap(); // the probe; a later gate refuses it
+        b.not_sent(&at(t, 1_000));
+        b.admit(&at(t, 1_001)).unwrap(); // the next intent is the probe
+        assert_eq!(b.state(H), CircuitState::HalfOpen);
+        b.attempt_finished(&at(t, 1_002), &ok(), false);
+        assert_eq!(b.state(H), CircuitState::Closed);
+    }
+
+    #[test]
+    fn slow_attempts_count_as_failures_and_a_slow_probe_frees_its_slot() {
+        let base = Instant::now();
+        let b = CircuitBreaker::builder()
+            .minimum_throughput(10)
+            .break_duration(Duration::from_secs(5))
+            .slow_call_duration(Some(Duration::from_secs(1)))
+            .build_unchecked(base);
+        let slow = GateScope {
+            attempt_duration: Duration::from_millis(1_000),
+            ..at(base, 0)
+        };
+        // Ten slow successes: a slow service opens the circuit.
+        for _ in 0..10 {
+            b.admit(&at(base, 0)).unwrap();
+            b.attempt_finished(&slow, &ok(), false);
+        }
+        assert_eq!(b.state(H), CircuitState::Open);
+        // The probe goes at 5 s and hangs; its slot is free after 1 s, not 5 s.
+        b.admit(&at(base, 5_000)).unwrap();
+        assert!(b.admit(&at(base, 5_999)).is_err());
+        b.admit(&at(base, 6_000)).unwrap();
+        // Without the setting a slow success is a success.
+        let (b, t) = breaker(false);
+        let slow = GateScope {
+            attempt_duration: Duration::from_secs(60),
+            ..at(t, 0)
+        };
+        for _ in 0..20 {
+            b.admit(&at(t, 0)).unwrap();
+            b.attempt_finished(&slow, &ok(), false);
+        }
+        assert_eq!(b.state(H), CircuitState::Closed);
+    }
+
+    #[test]
+    fn first_attempts_outstanding_past_the_slow_call_duration_count_toward_opening() {
+        let base = Instant::now();
+        let b = CircuitBreaker::builder()
+            .sampling_duration(Duration::from_secs(10)) // slots of 1 s
+            .minimum_throughput(10)
+            .slow_call_duration(Some(Duration::from_secs(1)))
+            .build_unchecked(base);
+        feed(&b, &at(base, 0), 0, 20); // 20 successes
+                                       // 30 first attempts go out at 1 s; 25 answer within 500 ms, 5 hang.
+        for _ in 0..30 {
+            b.admit(&at(base, 1_000)).unwrap();
+        }
+        let answered = GateScope {
+            attempt_duration: Duration::from_millis(500),
+            ..at(base, 1_500)
+        };
+        for _ in 0..25 {
+            b.attempt_finished(&answered, &ok(), false);
+        }
+        // 5 stalled against 45 answered: far from the ratio.
+        b.admit(&at(base, 3_000)).unwrap();
+        assert_eq!(b.state(H), CircuitState::Closed);
+        // 40 more hang from 3 s: once their slot is a whole second old (5 s),
+        // 45 stalled against 45 successes reach the ratio before any answers.
+        for _ in 0..40 {
+            b.admit(&at(base, 3_000)).unwrap();
+        }
+        b.admit(&at(base, 4_999)).unwrap();
+        assert_eq!(b.state(H), CircuitState::Closed);
+        let refusal = b.admit(&at(base, 5_000)).unwrap_err();
+        assert_eq!(refusal.retry_after(), Some(Duration::from_secs(5)));
+        assert_eq!(b.state(H), CircuitState::Open);
+        // Without the setting, nothing counts until it ends.
+        let (b, t) = breaker(false);
+        feed(&b, &at(t, 0), 0, 20);
+        for _ in 0..100 {
+            b.admit(&at(t, 1_000)).unwrap();
+        }
+        b.admit(&at(t, 9_000)).unwrap();
+        assert_eq!(b.state(H), CircuitState::Closed);
+    }
+
+    #[test]
+    fn past_the_bound_a_new_authority_never_shares_a_circuit() {
+        let (b, t) = breaker(true);
+        // Every tracked circuit busy (open).
+        for i in 0..MAX_AUTHORITIES {
+            let authority: &'static str = Box::leak(format!("http://h{i}").into_boxed_str());
+            feed(&b, &on(authority, t, 0), 10, 0);
+        }
+        // A new authority is admitted, untracked, however it fails.
+        let new = "http://new.example";
+        feed(&b, &on(new, t, 0), 50, 0);
+        b.admit(&on(new, t, 1)).unwrap();
+        assert_eq!(b.state(new), CircuitState::Closed);
+        // Once the old circuits have closed and emptied, it gets its own.
+        for i in 0..MAX_AUTHORITIES {
+            let authority: &'static str = Box::leak(format!("http://h{i}").into_boxed_str());
+            b.admit(&on(authority, t, 1_000)).unwrap();
+            b.attempt_finished(&on(authority, t, 1_000), &ok(), false);
+        }
+        feed(&b, &on(new, t, 1_000), 10, 0);
+        assert_eq!(b.state(new), CircuitState::Open);
     }
 
     #[test]
