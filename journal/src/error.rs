@@ -156,6 +156,21 @@ impl JournalError {
         }
     }
 
+    /// A schema that could not be brought up to date: the journal's words for a
+    /// newer one, the step or the refusal as the runner says, a driver failure
+    /// as [`Storage`](Self::Storage) (so a busy SQLite lock reads as a timeout).
+    pub(crate) fn schema(error: idempotency_storage::SchemaError) -> Self {
+        use idempotency_storage::SchemaError;
+        match error {
+            SchemaError::Newer { current, latest } => Self::Schema(format!(
+                "the journal's schema is version {current}, newer than this crate's {latest}; \
+                 upgrade reqwest-resilience-journal"
+            )),
+            SchemaError::Driver(source) => Self::Storage(source),
+            other => Self::Schema(other.to_string()),
+        }
+    }
+
     pub(crate) fn lease_lost(key: &str, fence: i64) -> Self {
         Self::LeaseLost {
             key_prefix: key_prefix(key),
@@ -180,6 +195,18 @@ impl JournalError {
     pub(crate) fn duplicate_key(key: &str) -> Self {
         Self::DuplicateKey {
             key_prefix: key_prefix(key),
+        }
+    }
+}
+
+/// A file the storage plumbing could not prepare or check, naming it.
+impl From<idempotency_storage::FileError> for JournalError {
+    fn from(error: idempotency_storage::FileError) -> Self {
+        let (path, operation, source) = error.into_parts();
+        Self::File {
+            path,
+            operation,
+            source,
         }
     }
 }
