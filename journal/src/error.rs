@@ -144,6 +144,8 @@ impl JournalError {
         Self::Storage(error.into())
     }
 
+    /// Only SQLite opens a file of the journal's.
+    #[cfg(feature = "sqlite")]
     pub(crate) fn file<E: Into<BoxError>>(
         path: &std::path::Path,
         operation: &'static str,
