@@ -3,11 +3,11 @@
 //! [tower-idempotency] (the server's keys), so that both open, lock, migrate
 //! and reconnect the same way.
 //!
-//! * [`sqlite`] (feature `sqlite`): a database file created owner-only (0600,
+//! * `sqlite` (feature `sqlite`): a database file created owner-only (0600,
 //!   with its `-wal` and `-shm`, for plain paths and `file:` URIs), a warning
 //!   naming each existing file open to others; WAL switched on while other
-//!   processes open the same file; [`sqlite::is_busy`]; a structure check.
-//! * [`postgres`] (feature `postgres`): the server's message on a driver
+//!   processes open the same file; `sqlite::is_busy`; a structure check.
+//! * `postgres` (feature `postgres`): the server's message on a driver
 //!   error's top line; a bounded pool whose connections come back after a
 //!   server restart, with a reconnect backoff.
 //! * [`Schema`]: versioned migrations, one runner per backend — applied in one
