@@ -59,6 +59,24 @@ pub enum VersionRecord {
 }
 
 /// A store's schema: where its version is recorded, and its steps.
+///
+/// # Examples
+/// ```
+/// use idempotency_storage::{Migration, Schema, SchemaError, VersionRecord};
+///
+/// const SCHEMA: Schema = Schema::new(
+///     VersionRecord::Table { name: "my_store_versions", names: true },
+///     &[
+///         Migration::new(1, "0001_keys", "CREATE TABLE my_keys (key TEXT PRIMARY KEY)"),
+///         Migration::new(2, "0002_body", "ALTER TABLE my_keys ADD COLUMN body BLOB"),
+///     ],
+/// );
+/// SCHEMA.check()?;
+/// assert_eq!(SCHEMA.pending(1)?[0].name(), "0002_body");
+/// // A database a newer build migrated is refused.
+/// assert!(matches!(SCHEMA.pending(3), Err(SchemaError::Newer { current: 3, latest: 2 })));
+/// # Ok::<(), SchemaError>(())
+/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct Schema {
     record: VersionRecord,

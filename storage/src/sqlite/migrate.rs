@@ -16,6 +16,21 @@ use crate::migrations::{Schema, VersionRecord};
 /// changed), [`SchemaError::Step`] when a step fails (nothing is committed),
 /// [`SchemaError::Driver`] with the [`rusqlite::Error`] otherwise (a lock held
 /// past the busy timeout: see [`is_busy`](super::is_busy)).
+///
+/// # Examples
+/// ```
+/// use idempotency_storage::{Migration, Schema, VersionRecord};
+///
+/// const SCHEMA: Schema = Schema::new(
+///     VersionRecord::UserVersion,
+///     &[Migration::new(1, "0001_keys", "CREATE TABLE keys (key TEXT PRIMARY KEY)")],
+/// );
+/// let mut conn = rusqlite::Connection::open_in_memory()?;
+/// assert_eq!(idempotency_storage::sqlite::migrate(&mut conn, &SCHEMA)?, 1);
+/// // Run again (the next process to open the file): nothing left to do.
+/// assert_eq!(idempotency_storage::sqlite::migrate(&mut conn, &SCHEMA)?, 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn migrate(conn: &mut Connection, schema: &Schema) -> Result<u32, SchemaError> {
     schema.check()?;
     let driver = |error: rusqlite::Error| SchemaError::Driver(Box::new(error));
