@@ -1,7 +1,9 @@
 //! A throwaway PostgreSQL cluster on 127.0.0.1 for tests and benchmarks
 //! (feature `test-util`): `initdb` into a temporary directory,
-//! `pg_ctl start` on a free port, stopped and removed when dropped — or when
-//! this process exits first (a watchdog shell waits for it), however it exits.
+//! `pg_ctl start` on a free port, stopped and removed when this process exits
+//! (a watchdog shell waits for it), however it exits. Dropping the handle
+//! leaves the server running (a test may keep only its connection string);
+//! call [`ThrowawayPostgres::stop_immediate`] to free it sooner.
 //!
 //! The binaries are looked up on `PATH`, then in `/usr/lib/postgresql/*/bin`
 //! (Debian's `postgresql` package). Run as root, the cluster runs as the
@@ -122,14 +124,6 @@ impl ThrowawayPostgres {
     pub fn restart(&self) -> Result<(), BoxError> {
         let start = pg_ctl_start(self, self.port);
         run_bounded(start, Duration::from_secs(75), "pg_ctl start")
-    }
-}
-
-/// Stops the server at once and removes its files.
-impl Drop for ThrowawayPostgres {
-    fn drop(&mut self) {
-        let _ = self.stop_in("immediate");
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

@@ -36,3 +36,11 @@ impl Cluster {
         conninfo.replace("dbname=postgres", &format!("dbname={name}"))
     }
 }
+
+/// One cluster per test: stopped when the test is done with it (its files go
+/// when the test process exits).
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = self.0.stop_immediate();
+    }
+}
