@@ -138,7 +138,7 @@ async fn the_pool_reconnects_after_the_server_restarts() {
     let pool = Pool::new(
         Connector(cluster.conninfo().to_owned()),
         "test",
-        2,
+        std::num::NonZeroUsize::new(2).unwrap(),
         Duration::from_secs(5),
         None,
     );

@@ -6,6 +6,8 @@
 //! reconnect backoff allows; operations in between fail fast with
 //! [`JournalError::Storage`]; none hangs.
 
+use std::num::NonZeroUsize;
+
 use idempotency_storage::postgres::{self as storage, Connect, PoolError};
 use tokio_postgres::Config;
 
@@ -51,7 +53,7 @@ impl Pool {
     pub(super) async fn open(
         config: Config,
         timeouts: Timeouts,
-        size: usize,
+        size: NonZeroUsize,
     ) -> Result<Self, JournalError> {
         let first = connect(&config, timeouts).await?;
         Ok(Self::new(Some(config), timeouts, size, first))
@@ -60,10 +62,10 @@ impl Pool {
     /// Around one connection the caller made: a pool of one that cannot
     /// reconnect.
     pub(super) fn around(live: Live, timeouts: Timeouts) -> Self {
-        Self::new(None, timeouts, 1, live)
+        Self::new(None, timeouts, NonZeroUsize::MIN, live)
     }
 
-    fn new(config: Option<Config>, timeouts: Timeouts, size: usize, first: Live) -> Self {
+    fn new(config: Option<Config>, timeouts: Timeouts, size: NonZeroUsize, first: Live) -> Self {
         let connector = Connector { config, timeouts };
         // A slot is waited for no longer than one operation may take.
         let wait = timeouts.operation();

@@ -8,6 +8,7 @@
 //! Operations in between fail fast with [`PoolError::Backoff`]; none hangs.
 
 use std::future::Future;
+use std::num::NonZeroUsize;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -123,18 +124,18 @@ impl<C: Connect> Drop for Pooled<'_, C> {
 }
 
 impl<C: Connect> Pool<C> {
-    /// A pool of up to `size` connections (at least 1) made by `connector`;
+    /// A pool of up to `size` connections made by `connector`;
     /// [`get`](Self::get) waits up to `wait` for a free one. `first`, a
     /// connection already made (e.g. the one that migrated the schema), is kept
     /// as the first idle one. `label` names the store in the log.
     pub fn new(
         connector: C,
         label: &'static str,
-        size: usize,
+        size: NonZeroUsize,
         wait: Duration,
         first: Option<C::Connection>,
     ) -> Self {
-        let size = size.max(1);
+        let size = size.get();
         Self {
             connector,
             label,
@@ -281,7 +282,7 @@ mod tests {
         Pool::new(
             Fake::default(),
             "test",
-            size,
+            NonZeroUsize::new(size).unwrap(),
             Duration::from_millis(50),
             None,
         )

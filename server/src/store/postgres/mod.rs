@@ -5,6 +5,7 @@ mod migrate;
 mod queries;
 
 use std::future::Future;
+use std::num::NonZeroUsize;
 use std::pin::Pin;
 use std::time::{Duration, SystemTime};
 
@@ -79,7 +80,7 @@ impl PostgresStore {
             pool: Pool::new(
                 connector,
                 "idempotency store",
-                MAX_POSTGRES_TRANSACTIONS,
+                NonZeroUsize::new(MAX_POSTGRES_TRANSACTIONS).unwrap_or(NonZeroUsize::MIN),
                 POOL_WAIT,
                 Some(client),
             ),
