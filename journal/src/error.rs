@@ -144,6 +144,8 @@ impl JournalError {
         Self::Storage(error.into())
     }
 
+    /// Only SQLite opens a file of the journal's.
+    #[cfg(feature = "sqlite")]
     pub(crate) fn file<E: Into<BoxError>>(
         path: &std::path::Path,
         operation: &'static str,
@@ -153,6 +155,21 @@ impl JournalError {
             path,
             operation,
             source: source.into(),
+        }
+    }
+
+    /// A schema that could not be brought up to date: the journal's words for a
+    /// newer one, the step or the refusal as the runner says, a driver failure
+    /// as [`Storage`](Self::Storage) (so a busy SQLite lock reads as a timeout).
+    pub(crate) fn schema(error: idempotency_storage::SchemaError) -> Self {
+        use idempotency_storage::SchemaError;
+        match error {
+            SchemaError::Newer { current, latest } => Self::Schema(format!(
+                "the journal's schema is version {current}, newer than this crate's {latest}; \
+                 upgrade reqwest-resilience-journal"
+            )),
+            SchemaError::Driver(source) => Self::Storage(source),
+            other => Self::Schema(other.to_string()),
         }
     }
 
@@ -180,6 +197,18 @@ impl JournalError {
     pub(crate) fn duplicate_key(key: &str) -> Self {
         Self::DuplicateKey {
             key_prefix: key_prefix(key),
+        }
+    }
+}
+
+/// A file the storage plumbing could not prepare or check, naming it.
+impl From<idempotency_storage::FileError> for JournalError {
+    fn from(error: idempotency_storage::FileError) -> Self {
+        let (path, operation, source) = error.into_parts();
+        Self::File {
+            path,
+            operation,
+            source,
         }
     }
 }

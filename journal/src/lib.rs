@@ -131,8 +131,10 @@ mod worker;
 
 #[cfg(feature = "test-util")]
 pub mod conformance;
+/// A throwaway PostgreSQL cluster for tests and benchmarks: the storage crate's
+/// (`idempotency_storage::throwaway_postgres`), kept at this path.
 #[cfg(all(feature = "test-util", feature = "postgres"))]
-pub mod throwaway_postgres;
+pub use idempotency_storage::throwaway_postgres;
 
 #[cfg(feature = "postgres")]
 mod postgres;

@@ -142,13 +142,13 @@ impl PostgresStoreBuilder {
                 "PostgreSQL timeouts must be above zero".to_owned(),
             ));
         }
-        if self.pool_size == 0 {
+        let Some(pool_size) = std::num::NonZeroUsize::new(self.pool_size) else {
             return Err(JournalError::InvalidConfig(
                 "the PostgreSQL pool size must be at least 1".to_owned(),
             ));
-        }
+        };
         Ok(PostgresStore {
-            pool: std::sync::Arc::new(Pool::open(config, self.timeouts, self.pool_size).await?),
+            pool: std::sync::Arc::new(Pool::open(config, self.timeouts, pool_size).await?),
         })
     }
 }

@@ -5,17 +5,14 @@
 //! `BEGIN IMMEDIATE` transaction so two processes sharing the file cannot claim
 //! the same intent (the second waits on the busy timeout).
 
-mod file;
-mod integrity;
-mod migrate;
 mod queries;
-mod wal;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use rusqlite::{named_params, Connection, ErrorCode, OptionalExtension, Row, TransactionBehavior};
+use idempotency_storage::sqlite::{is_busy, prepare_owner_only, quick_check, switch_to_wal};
+use rusqlite::{named_params, Connection, OptionalExtension, Row, TransactionBehavior};
 
 use crate::backlog::Backlog;
 use crate::error::JournalError;
@@ -98,7 +95,7 @@ impl SqliteStoreBuilder {
     pub fn open(self) -> Result<SqliteStore, JournalError> {
         let conn = match &self.path {
             Some(path) => {
-                file::prepare(path)?;
+                prepare_owner_only(path, "idempotency keys and request bodies")?;
                 Connection::open(path).map_err(JournalError::file(path, "open"))?
             }
             None => Connection::open_in_memory().map_err(JournalError::storage)?,
@@ -112,13 +109,14 @@ impl SqliteStoreBuilder {
                 .map_err(JournalError::storage)?;
             if let Some(path) = &self.path {
                 if self.check_on_open {
-                    integrity::check(conn, path)?;
+                    quick_check(conn, path)?;
                 }
-                wal::switch_to_wal(conn, store.busy_timeout)?;
+                switch_to_wal(conn, store.busy_timeout).map_err(JournalError::storage)?;
             }
             conn.pragma_update(None, "synchronous", "FULL")
                 .map_err(JournalError::storage)?;
-            migrate::migrate(conn)
+            idempotency_storage::sqlite::migrate(conn, &crate::migrations::SQLITE)
+                .map_err(JournalError::schema)
         })?;
         Ok(store)
     }
@@ -192,14 +190,6 @@ impl SqliteStore {
             .map_err(JournalError::storage)?
         })
     }
-}
-
-/// SQLite's "database is busy/locked": another connection holds the lock.
-fn is_busy(error: &rusqlite::Error) -> bool {
-    matches!(
-        error.sqlite_error_code(),
-        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
-    )
 }
 
 /// SQLite's "database is locked" after the busy timeout, as a timeout.

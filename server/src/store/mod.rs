@@ -135,6 +135,26 @@ impl StoreError {
     }
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+impl StoreError {
+    /// A schema the storage plumbing could not bring up to date.
+    pub(crate) fn schema(error: idempotency_storage::SchemaError) -> Self {
+        use idempotency_storage::SchemaError;
+        match error {
+            SchemaError::Newer { current, latest } => Self::msg(format!(
+                "the store's schema is version {current}, newer than this build's {latest}"
+            )),
+            other => Self::new(format!("migrate the store's schema: {other}"), other),
+        }
+    }
+
+    /// A store file that could not be created, restricted or inspected.
+    #[cfg(feature = "sqlite")]
+    pub(crate) fn file(error: idempotency_storage::FileError) -> Self {
+        Self::new(error.to_string(), error)
+    }
+}
+
 /// A shared store is a store: keep an `Arc` to read it while the layer uses it.
 impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
     fn claim<'a>(&'a self, request: &'a ClaimRequest) -> StoreFuture<'a, Claim> {

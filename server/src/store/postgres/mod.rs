@@ -5,11 +5,11 @@ mod migrate;
 mod queries;
 
 use std::future::Future;
+use std::num::NonZeroUsize;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use tokio::sync::{Mutex, RwLock, Semaphore};
+use idempotency_storage::postgres::{Connect, DriverError, Pool, PoolError, Pooled};
 use tokio_postgres::{Client, NoTls, Transaction};
 
 use super::columns::millis;
@@ -17,27 +17,49 @@ use super::{Claim, ClaimRequest, ClaimToken, Store, StoreError, StoreFuture, Tra
 use crate::record::{Completion, StoredResponse};
 use queries::{claim_in, complete_in, PRUNE, RELEASE};
 
-/// Claims and responses in PostgreSQL: the layer's calls share one pipelined
-/// connection; each strong-mode transaction takes a connection of its own (kept for
-/// reuse, at most [`MAX_POSTGRES_TRANSACTIONS`] at once).
+/// Claims and responses in PostgreSQL on a pool of connections: each claim,
+/// completion or strong-mode transaction takes a connection of its own, at most
+/// [`MAX_POSTGRES_TRANSACTIONS`] at once. A connection the server closed (a
+/// restart, a failover, an idle timeout) is replaced on next use, no more often
+/// than the pool's reconnect backoff allows; calls in between fail (the layer
+/// answers 503).
 pub struct PostgresStore {
-    // Replaced by a new connection when the server closed it (a restart, a failover,
-    // an idle timeout); calls in flight on the old one fail and are answered 503.
-    client: RwLock<Arc<Client>>,
-    conninfo: String,
-    idle: Mutex<Vec<Client>>,
-    transactions: Semaphore,
+    pool: Pool<Connector>,
 }
 
-/// How many strong-mode transactions run at once, each on its own connection.
+/// How many connections the store opens at most: each claim, completion or
+/// strong-mode transaction runs on one of its own.
 pub const MAX_POSTGRES_TRANSACTIONS: usize = 8;
+
+/// How long a call waits for a free connection before it fails.
+const POOL_WAIT: Duration = Duration::from_secs(30);
 
 /// The future a strong-mode effect returns, borrowing its transaction.
 pub type EffectFuture<'t, E> = Pin<Box<dyn Future<Output = Result<StoredResponse, E>> + Send + 't>>;
 
 impl std::fmt::Debug for PostgresStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PostgresStore").finish_non_exhaustive()
+        f.debug_struct("PostgresStore")
+            .field("pool_size", &self.pool.size())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Opens the store's connections (without TLS).
+struct Connector {
+    conninfo: String,
+}
+
+impl Connect for Connector {
+    type Connection = Client;
+    type Error = StoreError;
+
+    async fn connect(&self) -> Result<Client, StoreError> {
+        open(&self.conninfo).await
+    }
+
+    fn is_closed(client: &Client) -> bool {
+        client.is_closed()
     }
 }
 
@@ -51,11 +73,17 @@ impl PostgresStore {
     pub async fn connect(conninfo: &str) -> Result<Self, StoreError> {
         let mut client = open(conninfo).await?;
         migrate::migrate(&mut client).await?;
-        Ok(Self {
-            client: RwLock::new(Arc::new(client)),
+        let connector = Connector {
             conninfo: conninfo.to_owned(),
-            idle: Mutex::new(Vec::new()),
-            transactions: Semaphore::new(MAX_POSTGRES_TRANSACTIONS),
+        };
+        Ok(Self {
+            pool: Pool::new(
+                connector,
+                "idempotency store",
+                NonZeroUsize::new(MAX_POSTGRES_TRANSACTIONS).unwrap_or(NonZeroUsize::MIN),
+                POOL_WAIT,
+                Some(client),
+            ),
         })
     }
 
@@ -79,12 +107,10 @@ impl PostgresStore {
     where
         F: for<'t> FnOnce(&'t Transaction<'t>) -> EffectFuture<'t, E>,
     {
-        let (_permit, mut client) = self.checkout().await?;
-        let outcome = transact_on(&mut client, &request, retention, effect)
+        let mut client = self.client().await?;
+        transact_on(&mut client, &request, retention, effect)
             .await
-            .map_err(fail("run the transaction"));
-        self.checkin(client).await;
-        outcome
+            .map_err(fail("run the transaction"))
     }
 
     /// Runs `effect` in one transaction without a key (a route whose key is optional
@@ -96,8 +122,8 @@ impl PostgresStore {
     where
         F: for<'t> FnOnce(&'t Transaction<'t>) -> EffectFuture<'t, E>,
     {
-        let (_permit, mut client) = self.checkout().await?;
-        let outcome = async {
+        let mut client = self.client().await?;
+        async {
             let tx = client.transaction().await?;
             let out = effect(&tx).await;
             if out.is_ok() {
@@ -108,51 +134,22 @@ impl PostgresStore {
             Ok(out)
         }
         .await
-        .map_err(fail("run the transaction"));
-        self.checkin(client).await;
-        outcome
+        .map_err(fail("run the transaction"))
     }
 
-    /// A connection of its own for one transaction, with its slot.
-    async fn checkout(&self) -> Result<(tokio::sync::SemaphorePermit<'_>, Client), StoreError> {
-        let permit = self
-            .transactions
-            .acquire()
-            .await
-            .map_err(|e| StoreError::new("wait for a transaction slot", e))?;
-        let idle = self.idle.lock().await.pop();
-        let client = match idle {
-            Some(client) if !client.is_closed() => client,
-            _ => open(&self.conninfo).await?,
-        };
-        Ok((permit, client))
-    }
-
-    async fn checkin(&self, client: Client) {
-        if !client.is_closed() {
-            self.idle.lock().await.push(client);
-        }
-    }
-
-    /// The shared connection, reopened first if the server closed it.
-    async fn client(&self) -> Result<Arc<Client>, StoreError> {
-        let current = Arc::clone(&*self.client.read().await);
-        if !current.is_closed() {
-            return Ok(current);
-        }
-        let mut slot = self.client.write().await;
-        if slot.is_closed() {
-            *slot = Arc::new(open(&self.conninfo).await?);
-            tracing::info!("idempotency store: reconnected to PostgreSQL");
-        }
-        Ok(Arc::clone(&slot))
+    /// A connection of this call's own from the pool.
+    async fn client(&self) -> Result<Pooled<'_, Connector>, StoreError> {
+        self.pool.get().await.map_err(|error| match error {
+            PoolError::Connect(error) => error,
+            other => StoreError::new("take a PostgreSQL connection", other),
+        })
     }
 }
 
 async fn open(conninfo: &str) -> Result<Client, StoreError> {
     let (client, connection) = tokio_postgres::connect(conninfo, NoTls)
         .await
-        .map_err(|e| StoreError::new("connect to PostgreSQL", e))?;
+        .map_err(|e| StoreError::new("connect to PostgreSQL", DriverError::new(e)))?;
     tokio::spawn(async move {
         if let Err(error) = connection.await {
             tracing::warn!(%error, "idempotency store: PostgreSQL connection closed");
@@ -192,7 +189,7 @@ where
 }
 
 fn fail(what: &'static str) -> impl Fn(tokio_postgres::Error) -> StoreError {
-    move |e| StoreError::new(what, e)
+    move |e| StoreError::new(what, DriverError::new(e))
 }
 
 impl Store for PostgresStore {

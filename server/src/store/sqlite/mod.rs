@@ -5,15 +5,14 @@
 //! strong mode: the claim, the handler's own writes and the stored response commit in
 //! one transaction, so a crash leaves either all of them or none.
 
-mod file;
 mod migrate;
 mod queries;
-mod wal;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+use idempotency_storage::sqlite::{is_busy, prepare_owner_only, switch_to_wal};
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 use super::{Claim, ClaimRequest, ClaimToken, Store, StoreError, StoreFuture, Transacted};
@@ -56,11 +55,11 @@ impl SqliteStore {
     /// As [`SqliteStore::open`].
     pub fn open_with(path: impl AsRef<Path>, busy_timeout: Duration) -> Result<Self, StoreError> {
         let path = path.as_ref();
-        file::prepare(path)?;
+        prepare_owner_only(path, "stored responses").map_err(StoreError::file)?;
         let fail = |e| StoreError::new("open the SQLite store", e);
         let mut conn = Connection::open(path).map_err(fail)?;
         conn.busy_timeout(busy_timeout).map_err(fail)?;
-        wal::switch_to_wal(&conn, busy_timeout).map_err(fail)?;
+        switch_to_wal(&conn, busy_timeout).map_err(fail)?;
         // FULL: a committed claim and response survive a power loss, not only a crash.
         conn.pragma_update(None, "synchronous", "FULL")
             .map_err(fail)?;
@@ -90,7 +89,7 @@ impl SqliteStore {
         .await
         .map_err(|e| StoreError::new(what, e))?;
         joined.map_err(|e: rusqlite::Error| {
-            if wal::is_busy(&e) {
+            if is_busy(&e) {
                 StoreError::new(
                     format!("{what}: the write lock was held past {busy_timeout:?}"),
                     e,

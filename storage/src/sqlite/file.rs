@@ -1,23 +1,23 @@
-//! The journal file is its owner's only: it holds idempotency keys and request
-//! bodies verbatim.
+//! A store's database file is its owner's only: idempotency stores hold keys,
+//! request bodies and responses verbatim.
 //!
-//! On Unix the journal file and its `-wal` and `-shm` files are created here,
-//! mode 0600, before SQLite opens the journal (whatever the umask: the mode is
+//! On Unix the database file and its `-wal` and `-shm` files are created here,
+//! mode 0600, before SQLite opens the database (whatever the umask: the mode is
 //! set explicitly after creation) — for a plain path and for a `file:` URI
 //! alike. SQLite would create the `-wal` and `-shm` files with the main file's
 //! permissions; made first, they stay owner-only even beside an existing main
-//! file open to others. An existing file (the journal or its `-wal`/`-shm`) that
+//! file open to others. An existing file (the database or its `-wal`/`-shm`) that
 //! others may read or write is left as it is — another process may rely on it —
-//! and each is named in a `tracing` warning at `open`.
+//! and each is named in a `tracing` warning.
 
 use std::path::{Path, PathBuf};
 
-use crate::error::JournalError;
+use crate::error::FileError;
 
-/// The file a journal path names: the path itself, the path inside a `file:`
+/// The file a database path names: the path itself, the path inside a `file:`
 /// URI (`file:name.db?mode=rwc`, `file:///abs/name.db`), or `None` for an
 /// in-memory database or an empty path (no file of ours).
-pub(super) fn file_of(path: &Path) -> Option<PathBuf> {
+pub fn file_of(path: &Path) -> Option<PathBuf> {
     let text = path.to_string_lossy();
     if text.is_empty() || text == ":memory:" {
         return None;
@@ -64,10 +64,16 @@ fn percent_decode(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Creates the journal file and its `-wal`/`-shm` owner-only where they do not
-/// exist; warns about each existing one that is open to others.
+/// Creates the database file that `path` names (see [`file_of`]) and its
+/// `-wal`/`-shm` owner-only where they do not exist; warns about each existing
+/// one that is open to others, saying what it `holds` (e.g. "idempotency keys
+/// and request bodies").
+///
+/// # Errors
+/// A [`FileError`] naming the file that could not be created, restricted or
+/// inspected.
 #[cfg(unix)]
-pub(super) fn prepare(path: &Path) -> Result<(), JournalError> {
+pub fn prepare_owner_only(path: &Path, holds: &str) -> Result<(), FileError> {
     use std::fs::{OpenOptions, Permissions};
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 
@@ -87,29 +93,32 @@ pub(super) fn prepare(path: &Path) -> Result<(), JournalError> {
             // The umask may have narrowed the mode; make it exactly 0600.
             Ok(created) => created
                 .set_permissions(Permissions::from_mode(0o600))
-                .map_err(JournalError::file(&file, "restrict to its owner"))?,
+                .map_err(|e| FileError::new(&file, "restrict to its owner", e))?,
             Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
                 let metadata =
-                    std::fs::metadata(&file).map_err(JournalError::file(&file, "inspect"))?;
+                    std::fs::metadata(&file).map_err(|e| FileError::new(&file, "inspect", e))?;
                 let mode = metadata.permissions().mode() & 0o777;
                 if mode & 0o077 != 0 {
                     tracing::warn!(
                         file = %file.display(),
                         mode = %format!("{mode:o}"),
-                        "journal: the file is open to other users and holds idempotency keys \
-                         and request bodies; restrict it (chmod 600)"
+                        "the database file is open to other users and holds {holds}; \
+                         restrict it (chmod 600)"
                     );
                 }
             }
-            Err(error) => return Err(JournalError::file(&file, "create")(error)),
+            Err(error) => return Err(FileError::new(&file, "create", error)),
         }
     }
     Ok(())
 }
 
 /// Elsewhere the platform's defaults apply.
+///
+/// # Errors
+/// None on this platform.
 #[cfg(not(unix))]
-pub(super) fn prepare(_path: &Path) -> Result<(), JournalError> {
+pub fn prepare_owner_only(_path: &Path, _holds: &str) -> Result<(), FileError> {
     Ok(())
 }
 
@@ -138,5 +147,40 @@ mod tests {
                 "{path}"
             );
         }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn new_files_are_owner_only_and_an_existing_one_is_left_as_it_is() {
+        use std::os::unix::fs::PermissionsExt;
+
+        let dir = std::env::temp_dir().join(format!("storage-file-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+
+        let fresh = dir.join("fresh.db");
+        prepare_owner_only(&fresh, "test rows").unwrap();
+        for suffix in ["", "-wal", "-shm"] {
+            let file = PathBuf::from(format!("{}{suffix}", fresh.display()));
+            assert_eq!(mode(&file), 0o600, "{}", file.display());
+        }
+
+        let shared = dir.join("shared.db");
+        std::fs::write(&shared, b"").unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let uri = format!("file:{}?mode=rwc", shared.display());
+        prepare_owner_only(Path::new(&uri), "test rows").unwrap();
+        assert_eq!(mode(&shared), 0o644, "an existing file is not changed");
+        assert_eq!(
+            mode(&dir.join("shared.db-wal")),
+            0o600,
+            "its new -wal is owner-only"
+        );
+
+        let missing = dir.join("no-such-dir").join("x.db");
+        let error = prepare_owner_only(&missing, "test rows").unwrap_err();
+        assert_eq!(error.operation(), "create");
+        assert_eq!(error.path(), missing);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

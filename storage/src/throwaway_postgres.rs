@@ -1,7 +1,9 @@
 //! A throwaway PostgreSQL cluster on 127.0.0.1 for tests and benchmarks
-//! (features `test-util` and `postgres`): `initdb` into a temporary directory,
+//! (feature `test-util`): `initdb` into a temporary directory,
 //! `pg_ctl start` on a free port, stopped and removed when this process exits
-//! (a watchdog shell waits for it), however it exits.
+//! (a watchdog shell waits for it), however it exits. Dropping the handle
+//! leaves the server running (a test may keep only its connection string);
+//! call [`ThrowawayPostgres::stop_immediate`] to free it sooner.
 //!
 //! The binaries are looked up on `PATH`, then in `/usr/lib/postgresql/*/bin`
 //! (Debian's `postgresql` package). Run as root, the cluster runs as the
@@ -9,9 +11,13 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::error::BoxError;
+
+/// Tells apart the clusters one process starts.
+static STARTED: AtomicU32 = AtomicU32::new(0);
 
 /// How durable the cluster's commits are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -223,10 +229,14 @@ fn start_cluster(
         }
     }
     let dir = std::env::temp_dir().join(format!(
-        "journal-pg-{}-{}",
+        "throwaway-pg-{}-{}",
         std::process::id(),
-        &uuid::Uuid::new_v4().simple().to_string()[..8]
+        STARTED.fetch_add(1, Ordering::Relaxed)
     ));
+    // A directory left by an earlier process of the same id is not ours to reuse.
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)?;
+    }
     std::fs::create_dir_all(&dir)?;
     if root {
         let mut chown = Command::new("chown");

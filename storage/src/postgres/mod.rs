@@ -1,0 +1,11 @@
+//! PostgreSQL plumbing (feature `postgres`): driver errors that say what the
+//! server said, a bounded pool whose connections come back after the server
+//! restarts, and versioned migrations under an advisory lock.
+
+mod driver;
+mod migrate;
+mod pool;
+
+pub use driver::{message, DriverError};
+pub use migrate::migrate;
+pub use pool::{Connect, Pool, PoolError, Pooled};

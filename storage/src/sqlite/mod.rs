@@ -1,0 +1,15 @@
+//! SQLite plumbing (feature `sqlite`): an owner-only database file, WAL mode
+//! switched on while other processes open the same file, "busy" told apart
+//! from other failures, a structure check on open, and versioned migrations.
+
+mod busy;
+mod file;
+mod integrity;
+mod migrate;
+mod wal;
+
+pub use busy::is_busy;
+pub use file::{file_of, prepare_owner_only};
+pub use integrity::quick_check;
+pub use migrate::migrate;
+pub use wal::switch_to_wal;
