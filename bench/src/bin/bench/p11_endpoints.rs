@@ -384,32 +384,54 @@ impl RawSqlite {
     }
 }
 
-/// Raw PostgreSQL on the store's terms: one pipelined client, the same statements.
+/// Raw PostgreSQL on the store's terms: as many connections as the store's pool, each
+/// taken by one request at a time (a free list under a semaphore), the same statements.
 #[derive(Clone)]
-struct RawPostgres(Arc<tokio_postgres::Client>);
+struct RawPostgres {
+    free: Arc<std::sync::Mutex<Vec<tokio_postgres::Client>>>,
+    permits: Arc<tokio::sync::Semaphore>,
+}
 
 impl RawPostgres {
     async fn connect(conninfo: &str) -> RawPostgres {
-        let (client, connection) = tokio_postgres::connect(conninfo, tokio_postgres::NoTls)
-            .await
-            .expect("raw PostgreSQL");
-        tokio::spawn(connection);
-        RawPostgres(Arc::new(client))
+        let mut clients = Vec::new();
+        for _ in 0..tower_idempotency::MAX_POSTGRES_TRANSACTIONS {
+            let (client, connection) = tokio_postgres::connect(conninfo, tokio_postgres::NoTls)
+                .await
+                .expect("raw PostgreSQL");
+            tokio::spawn(connection);
+            clients.push(client);
+        }
+        RawPostgres {
+            permits: Arc::new(tokio::sync::Semaphore::new(clients.len())),
+            free: Arc::new(std::sync::Mutex::new(clients)),
+        }
     }
 
     async fn row(&self, key: usize) {
+        let _permit = self.permits.acquire().await.expect("semaphore open");
+        let client = self
+            .free
+            .lock()
+            .unwrap()
+            .pop()
+            .expect("a permit means a free client");
+        Self::write(&client, key).await;
+        self.free.lock().unwrap().push(client);
+    }
+
+    async fn write(client: &tokio_postgres::Client, key: usize) {
         let scope = raw_scope(key);
         let now = now_ms();
         let fingerprint = vec![7u8; 32];
-        let row = self
-            .0
+        let row = client
             .query_one(PG_CLAIM, &[&scope, &fingerprint, &(now + 60_000), &now])
             .await
             .expect("raw claim");
         let generation: i64 = row.get(0);
         let headers: &[u8] = b"content-type:text/plain\n";
         let body: &[u8] = b"{\"received\":100}";
-        self.0
+        client
             .execute(
                 PG_COMPLETE,
                 &[
@@ -559,7 +581,8 @@ pub async fn run_stores(plan: &Plan, report: &mut Report) {
          is rows/s from 32 tasks writing the store's own two statements per request (the \
          claim, then its completion, each its own transaction) to the same database with \
          the store's connection setup (SQLite: one connection behind a mutex, one \
-         blocking task per statement; PostgreSQL: one pipelined client), no HTTP. \
+         blocking task per statement; PostgreSQL: a pool of as many connections as the \
+         store's, each taken by one request at a time), no HTTP. \
          {} rounds of {:.0?}, interleaved; ratio = median of per-round ratios.\n\n",
         plan.p11_db_rounds, plan.p11_round
     );
