@@ -605,6 +605,18 @@ fn every_variable_is_its_toml_key_in_upper_case_under_the_prefix() {
         ("budget.window", r#""30s""#, "30s"),
         ("budget.reserve", "5", "5"),
         ("budget.per_host", "true", "true"),
+        ("breaker.failure_ratio", "0.25", "0.25"),
+        ("breaker.sampling_duration", r#""10s""#, "10s"),
+        ("breaker.minimum_throughput", "20", "20"),
+        ("breaker.break_duration", r#""2s""#, "2s"),
+        ("breaker.probes", "3", "3"),
+        ("breaker.per_host", "false", "false"),
+        ("breaker.slow_call_duration", r#""1s""#, "1s"),
+        ("throttle.k", "1.5", "1.5"),
+        ("throttle.window", r#""10s""#, "10s"),
+        ("throttle.min_requests", "50", "50"),
+        ("throttle.max_rejection_probability", "0.5", "0.5"),
+        ("throttle.per_host", "false", "false"),
     ];
     let prefix = RetryPolicyConfig::DEFAULT_ENV_PREFIX;
     // An unknown variable's message lists the variables that exist: exactly these.
@@ -632,7 +644,7 @@ fn every_variable_is_its_toml_key_in_upper_case_under_the_prefix() {
         assert_eq!(from_env, toml_config(&toml_text), "{variable} is not {key}");
     }
     // Every variable the loader knows is in the table above.
-    assert_eq!(settings.len(), 23);
+    assert_eq!(settings.len(), 35);
 }
 
 /// The policy errors `invalid_policies_name_the_setting` finds in a file, written as
@@ -955,4 +967,114 @@ fn a_name_setting_of_the_wrong_type_names_the_setting_in_json_too() {
         assert!(error.contains(field), "{field} not in {error}");
         assert!(error.contains("one of"), "{error}");
     }
+}
+
+/// A `[breaker]` table gives the policy a circuit breaker: two failed intents open it,
+/// and the third is held back before anything reaches the server.
+#[tokio::test]
+async fn a_breaker_table_adds_a_circuit_breaker_that_opens() {
+    use reqwest_resilience::ResilientClient;
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(503))
+        .mount(&server)
+        .await;
+    let policy = toml_config(
+        r#"
+        max_attempts = 1
+        [breaker]
+        minimum_throughput = 2
+        failure_ratio = 0.5
+        break_duration = "30s"
+        "#,
+    )
+    .build()
+    .unwrap();
+    let client = ResilientClient::with_policy(policy);
+    for _ in 0..2 {
+        let _ = client.get(server.uri()).send().await;
+    }
+    let error = client
+        .get(server.uri())
+        .send()
+        .await
+        .expect_err("the circuit is open");
+    assert!(error.is_first_attempt_refused(), "{error}");
+    assert_eq!(
+        error.gate_refusal().map(|refusal| refusal.gate()),
+        Some("circuit_breaker"),
+        "{error}"
+    );
+    let received = server.received_requests().await.unwrap();
+    assert_eq!(
+        received.len(),
+        2,
+        "the refused intent never reached the server"
+    );
+}
+
+/// A `[throttle]` table gives the policy an adaptive throttle, its draws seeded by
+/// `rng_seed`: once the service fails every attempt past the throttle's minimum
+/// traffic, it refuses a share of first attempts locally.
+#[tokio::test]
+async fn a_throttle_table_adds_an_adaptive_throttle_that_refuses() {
+    use reqwest_resilience::ResilientClient;
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(503))
+        .mount(&server)
+        .await;
+    let policy = toml_config(
+        r#"
+        max_attempts = 1
+        rng_seed = 7
+        [throttle]
+        min_requests = 5
+        max_rejection_probability = 0.5
+        "#,
+    )
+    .build()
+    .unwrap();
+    let client = ResilientClient::with_policy(policy);
+    let mut refused = 0;
+    for _ in 0..40 {
+        if let Err(error) = client.get(server.uri()).send().await {
+            if error.is_gate_refused() {
+                assert_eq!(
+                    error.gate_refusal().map(|refusal| refusal.gate()),
+                    Some("adaptive_throttle"),
+                    "{error}"
+                );
+                refused += 1;
+            }
+        }
+    }
+    let received = server.received_requests().await.unwrap().len();
+    assert!(refused > 0, "the throttle never refused");
+    assert_eq!(received + refused, 40, "every intent was sent or refused");
+}
+
+/// A gate setting out of range names its key, or the variable that set it.
+#[test]
+fn gate_settings_out_of_range_name_their_key() {
+    let error = toml_error("[breaker]\nminimum_throughput = 1\n");
+    assert_eq!(error.field(), Some("breaker.minimum_throughput"), "{error}");
+    assert!(matches!(error, ConfigError::Breaker { .. }), "{error:?}");
+    let error = RetryPolicyConfig::from_env_vars("APP", vars(&[("APP_THROTTLE_K", "0.5")]))
+        .unwrap()
+        .build()
+        .unwrap_err();
+    assert_eq!(error.field(), Some("APP_THROTTLE_K"), "{error}");
+    assert!(
+        error
+            .to_string()
+            .starts_with("APP_THROTTLE_K: adaptive throttle K"),
+        "{error}"
+    );
 }

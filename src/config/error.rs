@@ -3,7 +3,7 @@
 //! none of them. How each reads (its `Display`) is in `message.rs`, which needs
 //! the settings' rows to list the variables that exist.
 
-use crate::{BuildError, InvalidBudget};
+use crate::{BuildError, InvalidBreaker, InvalidBudget, InvalidThrottle};
 
 /// Why a [`RetryPolicyConfig`](crate::RetryPolicyConfig) could not become a
 /// policy. Every variant names the setting (or environment variable) at fault: see
@@ -52,6 +52,24 @@ pub enum ConfigError {
         /// The budget builder's error.
         source: InvalidBudget,
     },
+    /// A `breaker` setting out of range, as [`CircuitBreaker::builder`] reports it.
+    ///
+    /// [`CircuitBreaker::builder`]: crate::CircuitBreaker::builder
+    Breaker {
+        /// The `breaker.*` key, or the environment variable that set it.
+        field: String,
+        /// The breaker builder's error.
+        source: InvalidBreaker,
+    },
+    /// A `throttle` setting out of range, as [`AdaptiveThrottle::builder`] reports it.
+    ///
+    /// [`AdaptiveThrottle::builder`]: crate::AdaptiveThrottle::builder
+    Throttle {
+        /// The `throttle.*` key, or the environment variable that set it.
+        field: String,
+        /// The throttle builder's error.
+        source: InvalidThrottle,
+    },
     /// The settings parse but the policy rejects them: the builder's
     /// [`BuildError`], with the setting it is about.
     Policy {
@@ -74,7 +92,9 @@ impl ConfigError {
             Self::InvalidDuration { field, .. }
             | Self::InvalidValue { field, .. }
             | Self::Conflict { field, .. }
-            | Self::Budget { field, .. } => Some(field),
+            | Self::Budget { field, .. }
+            | Self::Breaker { field, .. }
+            | Self::Throttle { field, .. } => Some(field),
             Self::UnknownVariable { name, .. } => Some(name),
             Self::Policy { field, .. } => field.as_deref(),
         }
@@ -85,6 +105,8 @@ impl std::error::Error for ConfigError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Budget { source, .. } => Some(source),
+            Self::Breaker { source, .. } => Some(source),
+            Self::Throttle { source, .. } => Some(source),
             Self::Policy { source, .. } => Some(source),
             Self::InvalidDuration { .. }
             | Self::InvalidValue { .. }

@@ -26,6 +26,8 @@ impl fmt::Display for ConfigError {
                 known_variables(prefix)
             ),
             Self::Budget { field, source } => write!(f, "{field}: {source}"),
+            Self::Breaker { field, source } => write!(f, "{field}: {source}"),
+            Self::Throttle { field, source } => write!(f, "{field}: {source}"),
             Self::Policy { field, source } => write!(
                 f,
                 "{}: {source}",

@@ -24,13 +24,15 @@ use super::origins::Origins;
 use super::row::{apply_if_set, settings_table, Applies, Row};
 
 /// Every key's row: the top-level keys, then the `backoff` table's, then `budget`
-/// and the `budget` table's.
+/// and the `budget` table's, then the `breaker` and `throttle` tables'.
 pub(super) fn rows() -> impl Iterator<Item = &'static Row<RetryPolicyConfig>> {
     RetryPolicyConfig::ROWS
         .iter()
         .chain(BackoffConfig::ROWS)
         .chain(BUDGET)
         .chain(BudgetSettings::ROWS)
+        .chain(BreakerSettings::ROWS)
+        .chain(ThrottleSettings::ROWS)
 }
 
 settings_table! {
@@ -56,7 +58,10 @@ settings_table! {
     /// # Settings
     ///
     /// A key `backoff.base` is `base` in the `[backoff]` table; `budget` is either
-    /// `"unlimited"` or a `[budget]` table of the `budget.*` keys.
+    /// `"unlimited"` or a `[budget]` table of the `budget.*` keys. A `[breaker]` table
+    /// adds a [`CircuitBreaker`](crate::CircuitBreaker) gate and a `[throttle]` table
+    /// an [`AdaptiveThrottle`](crate::AdaptiveThrottle) gate (in that order); a key
+    /// left out keeps that gate's default, and `rng_seed` also seeds the throttle.
     ///
     #[doc = include_str!("settings.md")]
     ///
@@ -235,7 +240,7 @@ settings_table! {
             },
         }
         rng_seed: u64 {
-            value: "a whole number (tests only: repeatable jitter)",
+            value: "a whole number (tests only: repeatable jitter and throttle draws)",
             example: "7",
             apply: |builder, seed, _| Ok(builder.rng_seed(*seed)),
         }
@@ -245,6 +250,10 @@ settings_table! {
         backoff: Option<BackoffConfig>,
         #[serde(skip_serializing_if = "Option::is_none")]
         budget: Option<BudgetConfig>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        breaker: Option<BreakerSettings>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        throttle: Option<ThrottleSettings>,
         /// The environment variable that set each setting, so that an error found
         /// only when the policy is built still names the variable.
         #[serde(skip)]
@@ -294,6 +303,71 @@ settings_table! {
         per_host: bool {
             value: "one budget per host rather than one for all",
             example: "true",
+        }
+    }
+}
+
+settings_table! {
+    /// The `breaker` table: a [`CircuitBreaker`](crate::CircuitBreaker) gate for the
+    /// policy, built on top of [`CircuitBreaker::builder`](crate::CircuitBreaker::builder)'s
+    /// defaults (see `gates_table.rs`). Present, even empty, it adds the gate.
+    pub(super) struct BreakerSettings at "breaker." in (breaker_table, breaker_table_mut) {
+        failure_ratio: f64 {
+            value: "a number in (0, 1]: the share of failed attempts that opens the circuit",
+            example: "0.25",
+        }
+        sampling_duration: DurationText {
+            value: "a duration: how far back attempts are counted",
+            example: r#""10s""#,
+        }
+        minimum_throughput: u32 {
+            value: "a whole number, at least 2: the attempts in the window before it may open",
+            example: "20",
+        }
+        break_duration: DurationText {
+            value: "a duration: how long an open circuit refuses before a probe",
+            example: r#""2s""#,
+        }
+        probes: u32 {
+            value: "a whole number, at least 1: the attempts a half-open circuit admits",
+            example: "3",
+        }
+        per_host: bool {
+            value: "one circuit per authority (scheme, host, port) rather than one for all",
+            example: "false",
+        }
+        slow_call_duration: LimitText {
+            value: r#"a duration past which an attempt counts as failed, or `"none"`"#,
+            example: r#""1s""#,
+        }
+    }
+}
+
+settings_table! {
+    /// The `throttle` table: an [`AdaptiveThrottle`](crate::AdaptiveThrottle) gate for
+    /// the policy, built on top of
+    /// [`AdaptiveThrottle::builder`](crate::AdaptiveThrottle::builder)'s defaults (see
+    /// `gates_table.rs`). Present, even empty, it adds the gate, after the breaker.
+    pub(super) struct ThrottleSettings at "throttle." in (throttle_table, throttle_table_mut) {
+        k: f64 {
+            value: "a number in [1, 1000]: how many attempts per success it lets through",
+            example: "1.5",
+        }
+        window: DurationText {
+            value: "a duration: how far back attempts and successes are counted",
+            example: r#""10s""#,
+        }
+        min_requests: u32 {
+            value: "a whole number: the attempts in the window below which it never refuses",
+            example: "50",
+        }
+        max_rejection_probability: f64 {
+            value: "a number in [0, 1): the highest share of attempts it refuses",
+            example: "0.5",
+        }
+        per_host: bool {
+            value: "one throttle per authority (scheme, host, port) rather than one for all",
+            example: "false",
         }
     }
 }
@@ -350,6 +424,24 @@ fn backoff_table(config: &RetryPolicyConfig) -> Option<&BackoffConfig> {
 
 fn backoff_table_mut(config: &mut RetryPolicyConfig) -> &mut BackoffConfig {
     config.backoff.get_or_insert_with(BackoffConfig::default)
+}
+
+fn breaker_table(config: &RetryPolicyConfig) -> Option<&BreakerSettings> {
+    config.breaker.as_ref()
+}
+
+fn breaker_table_mut(config: &mut RetryPolicyConfig) -> &mut BreakerSettings {
+    config.breaker.get_or_insert_with(BreakerSettings::default)
+}
+
+fn throttle_table(config: &RetryPolicyConfig) -> Option<&ThrottleSettings> {
+    config.throttle.as_ref()
+}
+
+fn throttle_table_mut(config: &mut RetryPolicyConfig) -> &mut ThrottleSettings {
+    config
+        .throttle
+        .get_or_insert_with(ThrottleSettings::default)
 }
 
 fn budget_table(config: &RetryPolicyConfig) -> Option<&BudgetSettings> {

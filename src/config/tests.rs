@@ -5,9 +5,10 @@
 
 use std::collections::BTreeSet;
 
+use super::gates_table::{breaker, throttle};
 use super::row::{env_text, Row};
 use super::settings::{rows, RetryPolicyConfig};
-use crate::RetryPolicy;
+use crate::{AdaptiveThrottle, CircuitBreaker, RetryPolicy};
 
 /// The prefix the doc table of variables uses.
 const PREFIX: &str = RetryPolicyConfig::DEFAULT_ENV_PREFIX;
@@ -51,6 +52,61 @@ const READ_BACK: &[(&str, Getter)] = &[
     ("budget.reserve", |p| p.budget().reserve().to_string()),
     ("budget.per_host", |p| p.budget().is_per_host().to_string()),
 ];
+
+/// A gate's value of one key, as text to compare: the policy keeps its gates behind
+/// the `Gate` trait, so a gate key reads back from the gate its table builds.
+type GateGetter = fn(&RetryPolicyConfig) -> String;
+
+/// How each gate key reads back: adding a key to a gate's table adds its line here.
+const GATE_READ_BACK: &[(&str, GateGetter)] = &[
+    ("breaker.failure_ratio", |c| {
+        breaker_of(c).failure_ratio().to_string()
+    }),
+    ("breaker.sampling_duration", |c| {
+        format!("{:?}", breaker_of(c).sampling_duration())
+    }),
+    ("breaker.minimum_throughput", |c| {
+        breaker_of(c).minimum_throughput().to_string()
+    }),
+    ("breaker.break_duration", |c| {
+        format!("{:?}", breaker_of(c).break_duration())
+    }),
+    ("breaker.probes", |c| breaker_of(c).probes().to_string()),
+    ("breaker.per_host", |c| {
+        breaker_of(c).is_per_host().to_string()
+    }),
+    ("breaker.slow_call_duration", |c| {
+        format!("{:?}", breaker_of(c).slow_call_duration())
+    }),
+    ("throttle.k", |c| throttle_of(c).k().to_string()),
+    ("throttle.window", |c| {
+        format!("{:?}", throttle_of(c).window())
+    }),
+    ("throttle.min_requests", |c| {
+        throttle_of(c).min_requests().to_string()
+    }),
+    ("throttle.max_rejection_probability", |c| {
+        throttle_of(c).max_rejection_probability().to_string()
+    }),
+    ("throttle.per_host", |c| {
+        throttle_of(c).is_per_host().to_string()
+    }),
+];
+
+/// The breaker a configuration's `breaker` table builds (the defaults without one).
+fn breaker_of(config: &RetryPolicyConfig) -> CircuitBreaker {
+    breaker(&config.breaker.clone().unwrap_or_default(), &config.origins).unwrap()
+}
+
+/// The throttle a configuration's `throttle` table builds (the defaults without one).
+fn throttle_of(config: &RetryPolicyConfig) -> AdaptiveThrottle {
+    throttle(
+        &config.throttle.clone().unwrap_or_default(),
+        &config.origins,
+        config.rng_seed,
+    )
+    .unwrap()
+}
 
 /// What a key needs beside it to make a valid policy (path, TOML value).
 fn companions(path: &str) -> &'static [(&'static str, &'static str)] {
@@ -108,6 +164,20 @@ fn every_row_is_read_from_a_file_and_a_variable_and_reaches_the_policy() {
             .unwrap_or_else(|error| panic!("{}: {error}", row.path));
         assert_eq!(layered, from_file, "{} laid over a file", row.path);
 
+        if let Some((_, getter)) = GATE_READ_BACK.iter().find(|(path, _)| *path == row.path) {
+            from_file
+                .build()
+                .unwrap_or_else(|error| panic!("{}: {error}", row.path));
+            assert_ne!(
+                getter(&from_file),
+                getter(&file),
+                "{} = {} does not reach its gate",
+                row.path,
+                row.example
+            );
+            assert_eq!(getter(&from_env), getter(&from_file));
+            continue;
+        }
         let getter = read_back(row);
         let policy = from_file
             .build()
@@ -131,7 +201,11 @@ fn every_row_has_one_read_back_and_one_variable() {
     let paths: Vec<&str> = rows().map(|row| row.path).collect();
     let unique: BTreeSet<&str> = paths.iter().copied().collect();
     assert_eq!(unique.len(), paths.len(), "a path twice: {paths:?}");
-    let read_back: BTreeSet<&str> = READ_BACK.iter().map(|(path, _)| *path).collect();
+    let read_back: BTreeSet<&str> = READ_BACK
+        .iter()
+        .map(|(path, _)| *path)
+        .chain(GATE_READ_BACK.iter().map(|(path, _)| *path))
+        .collect();
     assert_eq!(read_back, unique, "READ_BACK and the rows differ");
     let variables: BTreeSet<String> = rows().map(Row::variable_suffix).collect();
     assert_eq!(variables.len(), paths.len(), "two keys share a variable");

@@ -8,6 +8,7 @@ use super::backoff_table::{backoff, strategy_of_table};
 use super::budget_table::budget;
 use super::build_error::path_of;
 use super::error::ConfigError;
+use super::gates_table::{breaker, throttle};
 use super::row::Applies;
 use super::settings::{rows, BudgetConfig, RetryPolicyConfig};
 use crate::{RetryPolicy, RetryPolicyBuilder};
@@ -27,7 +28,11 @@ impl RetryPolicyConfig {
     /// A [`ConfigError`] naming the setting: a duration that does not parse, a
     /// status code outside 100–999, backoff settings the strategy does not take,
     /// or budget settings out of range ([`ConfigError::Budget`] with `budget.ratio`
-    /// or `budget.window`). The policy's own range checks (attempts, base ≤ cap, …)
+    /// or `budget.window`), breaker or throttle settings out of range
+    /// ([`ConfigError::Breaker`], [`ConfigError::Throttle`]). A `breaker` table adds a
+    /// [`CircuitBreaker`](crate::CircuitBreaker) gate and a `throttle` table an
+    /// [`AdaptiveThrottle`](crate::AdaptiveThrottle) gate, in that order, after any gate
+    /// already on the builder. The policy's own range checks (attempts, base ≤ cap, …)
     /// are left to the builder.
     pub fn to_builder(&self) -> Result<RetryPolicyBuilder, ConfigError> {
         let mut builder = RetryPolicyBuilder::new();
@@ -45,6 +50,12 @@ impl RetryPolicyConfig {
             Some(BudgetConfig::Limited(settings)) => {
                 builder = builder.budget(budget(settings, &self.origins)?);
             }
+        }
+        if let Some(settings) = &self.breaker {
+            builder = builder.gate(breaker(settings, &self.origins)?);
+        }
+        if let Some(settings) = &self.throttle {
+            builder = builder.gate(throttle(settings, &self.origins, self.rng_seed)?);
         }
         Ok(builder)
     }
