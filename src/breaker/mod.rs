@@ -122,7 +122,7 @@ const MAX_BREAK: Duration = Duration::from_secs(86_400);
 ///
 /// | setting | default | why |
 /// |---|---|---|
-/// | failure ratio | 0.5 | opens only when most attempts fail: with Polly's 0.1 a service answering 20 % random 503s (still serving 4 in 5) would be cut off; P9 shows 0.5 costs nothing at 5 % and 20 % random 503s |
+/// | failure ratio | 0.5 | opens only when most attempts fail: with Polly's 0.1 a service answering 20 % random 503s (still serving 4 in 5) would be cut off, while at 0.5 random failures well under half of the traffic keep the circuit closed |
 /// | sampling duration | 5 s | with a 0.5 ratio a window full of successes must be half replaced by failures before the circuit opens, so the circuit opens about half a window into an outage: Polly's 30 s would keep it closed for 15 s; 5 s opens it within about 3 s, after which only probes reach the dead service. Random failures well under half of the traffic (a service answering 20 % 503s) do not reach the ratio over 5 s any more than over 30 s once the minimum throughput is met |
 /// | minimum throughput | 50 attempts | a few failures prove nothing, and at a 0.5 ratio 50 means at least 25 failures. Polly / MEHR's 100 is over a 30 s window; over 5 s it would ask 20 attempts a second of every client, and a service that answers its errors only after seconds hides that much of the window's traffic in flight, so a modest client would never open its circuit |
 /// | break duration | 5 s | Polly / MEHR's standard value; P9's recovery time is bounded by it |
