@@ -167,10 +167,17 @@ impl<T: Transport> Ready<T> {
                     let elapsed = policy.clock.now().saturating_duration_since(started);
                     Err(match refused {
                         StartRefused::Refused(why) => {
-                            tracing::warn!(
-                                "an intent observer refused the intent; nothing was sent"
-                            );
-                            Error::observer_refused(why, log)
+                            let error = Error::observer_refused(why, log);
+                            if error.is_outcome_unknown() {
+                                tracing::warn!(
+                                    "an intent observer could not confirm its write; this call sent nothing, but the intent may still be sent under its key (outcome unknown)"
+                                );
+                            } else {
+                                tracing::warn!(
+                                    "an intent observer refused the intent; nothing was sent"
+                                );
+                            }
+                            error
                         }
                         StartRefused::OutOfTime => {
                             tracing::warn!("an intent observer's `started` outlived the deadline");
