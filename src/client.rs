@@ -25,6 +25,7 @@ use crate::observer::IntentObserver;
 use crate::options::IntentOptions;
 use crate::policy::RetryPolicy;
 use crate::transport::{Transport, TransportError};
+use crate::write_ahead::WriteAhead;
 
 /// The longest connect timeout a client built by this crate gets: half the attempt
 /// timeout, at most this. Why every client gets one (a connect that never completes
@@ -468,6 +469,13 @@ impl RequestBuilder {
         self
     }
 
+    /// This intent's [`WriteAhead`] instead of the policy's (at most one per
+    /// intent: a second call replaces the first).
+    pub fn write_ahead(mut self, write_ahead: Arc<dyn WriteAhead>) -> Self {
+        self.options = self.options.write_ahead(write_ahead);
+        self
+    }
+
     /// Sends the intent.
     ///
     /// Returns `Ok(response)` for any response that is final: a success, or a
@@ -509,6 +517,7 @@ impl RequestBuilder {
                 key: resolved.key,
                 deadline: resolved.deadline,
                 observers: resolved.observers,
+                write_ahead: resolved.write_ahead,
             })
         });
         intent::start(intent)

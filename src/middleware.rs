@@ -145,6 +145,7 @@ impl Middleware for ResilienceMiddleware {
             key: resolved.key,
             deadline: resolved.deadline,
             observers: resolved.observers,
+            write_ahead: resolved.write_ahead,
         }))
         .await
         .map_err(reqwest_middleware::Error::middleware)

@@ -23,6 +23,7 @@ use crate::gate::Gate;
 use crate::idempotency::{KeyAttachment, KeyFormat};
 use crate::observer::IntentObserver;
 use crate::sleeper::{Sleeper, TokioSleeper};
+use crate::write_ahead::WriteAhead;
 
 /// Default number of attempts (1 + 2 retries), as the AWS SDK's standard mode.
 pub(crate) const DEFAULT_MAX_ATTEMPTS: u32 = 3;
@@ -101,7 +102,7 @@ impl Default for Settings {
 /// |---|---|---|
 /// | `max_attempts` | 3 | 1 + 2 retries, the AWS SDK standard mode |
 /// | `backoff` | full jitter, base 100 ms, cap 2 s | fewest calls in Brooker's simulation; seed values |
-/// | `deadline` | 30 s for the whole intent, from `send()`: observers, attempts and pauses | a user rarely waits longer |
+/// | `deadline` | 30 s for the whole intent, from `send()`: the write-ahead, attempts and pauses | a user rarely waits longer |
 /// | `attempt_timeout` | 10 s, or half the intent's deadline if that is shorter (the whole deadline with `max_attempts(1)`); a per-request `timeout()` replaces it; always cut to the time left; also bounds reading the body, as reqwest's timeout does | one stuck attempt must not eat the deadline: against a server that hangs, a retry still fits (see [`RetryPolicy::attempt_timeout`]) |
 /// | `retry_after_ceiling` | 30 s | longer asks end the intent with the asked time |
 /// | `conflict_delay` | 1 s, the least pause after a 409 "same key in progress" | the server is still executing: polling at the backoff's 100 ms only adds load |
@@ -117,10 +118,11 @@ impl Default for Settings {
 /// | `budget` | retries ≤ 10 % of requests over 10 s + 10 in reserve, one per policy (shared by its clones and every client built from them) | see [`RetryBudget`] |
 /// | `gate` | none besides the budget; [`CircuitBreaker`](crate::CircuitBreaker) and [`AdaptiveThrottle`](crate::AdaptiveThrottle) are opt-in | a breaker keys circuits by authority (scheme, host, port): one failing route that dominates a service's traffic would refuse intents to that service's healthy routes, which only the application can scope (add `.gate(CircuitBreaker::new_default())` where one authority is one service); the throttle refuses at random while a service struggles, which a caller must be ready to handle. What each does in an outage is P9 in `docs/bench/` |
 /// | `observer` | none | with none the intent pays nothing |
+/// | `write_ahead` | none | with none the intent awaits nothing before its first byte |
 /// | `classifier` | none: the rules above | |
 /// | `sleeper` | tokio timer | inject [`crate::RecordingSleeper`] in tests |
 /// | `clock` | `Instant::now` | inject [`crate::VirtualClock`] so recorded pauses use up the deadline |
-/// | observers' `started` / `ended` | bounded by the time left before the deadline | a slow observer (a journal write) must not make `send()` outlive its deadline (see [`IntentObserver`](crate::IntentObserver)) |
+/// | the write-ahead's `before_first_byte` / `after_end` | bounded by the time left before the deadline | a slow write-ahead (a journal write) must not make `send()` outlive its deadline (see [`WriteAhead`](crate::WriteAhead)) |
 #[derive(Clone)]
 pub struct RetryPolicy {
     pub(crate) inner: Arc<PolicyInner>,
@@ -141,6 +143,7 @@ pub(crate) struct PolicyInner {
     /// for attempts that happen).
     pub(crate) gates: Vec<Arc<dyn Gate>>,
     pub(crate) observers: Vec<Arc<dyn IntentObserver>>,
+    pub(crate) write_ahead: Option<Arc<dyn WriteAhead>>,
     pub(crate) sleeper: Arc<dyn Sleeper>,
     pub(crate) clock: Arc<dyn Clock>,
     seeded_rng: Option<Mutex<StdRng>>,
@@ -268,6 +271,7 @@ impl RetryPolicy {
             budget: Some(inner.budget.clone()),
             gates: inner.user_gates.clone(),
             observers: inner.observers.clone(),
+            write_ahead: inner.write_ahead.clone(),
             sleeper: inner.sleeper.clone(),
             clock: inner.clock.clone(),
         }
@@ -326,6 +330,7 @@ impl fmt::Debug for RetryPolicy {
             .field("budget", &p.budget)
             .field("gates", &p.gates.len())
             .field("observers", &p.observers.len())
+            .field("write_ahead", &p.write_ahead.is_some())
             .finish()
     }
 }
@@ -354,6 +359,7 @@ pub struct RetryPolicyBuilder {
     budget: Option<RetryBudget>,
     gates: Vec<Arc<dyn Gate>>,
     observers: Vec<Arc<dyn IntentObserver>>,
+    write_ahead: Option<Arc<dyn WriteAhead>>,
     sleeper: Arc<dyn Sleeper>,
     clock: Arc<dyn Clock>,
 }
@@ -367,6 +373,7 @@ impl RetryPolicyBuilder {
             budget: None,
             gates: Vec::new(),
             observers: Vec::new(),
+            write_ahead: None,
             sleeper: Arc::new(TokioSleeper),
             clock: Arc::new(SystemClock),
         }
@@ -480,10 +487,17 @@ impl RetryPolicyBuilder {
         self
     }
 
-    /// Adds an [`IntentObserver`] told about every intent of this policy (started,
-    /// each attempt, ended), after those added before it.
+    /// Adds an [`IntentObserver`] told about every intent of this policy (each
+    /// attempt, each scheduled retry, the end), after those added before it.
     pub fn observer(mut self, observer: impl IntentObserver) -> Self {
         self.observers.push(Arc::new(observer));
+        self
+    }
+
+    /// The [`WriteAhead`] of every intent of this policy that does not bring its
+    /// own (an intent has at most one; a second call replaces the first).
+    pub fn write_ahead(mut self, write_ahead: impl WriteAhead) -> Self {
+        self.write_ahead = Some(Arc::new(write_ahead));
         self
     }
 
@@ -607,6 +621,7 @@ impl RetryPolicyBuilder {
                 user_gates,
                 gates,
                 observers: self.observers,
+                write_ahead: self.write_ahead,
                 sleeper: self.sleeper,
                 clock: self.clock,
                 seeded_rng: settings
@@ -904,6 +919,7 @@ mod tests {
             "budget",
             "gate",
             "observer",
+            "write_ahead",
             "classifier",
             "sleeper",
             "clock",
