@@ -161,7 +161,9 @@ impl<T: Transport> Ready<T> {
 
             // 4–7. The attempts.
             let result = match refused {
-                None => attempt_loop(prepared, policy, &observers, started, intent_id).await,
+                None => {
+                    attempt_loop(prepared, policy, &observers, &deadline, started, intent_id).await
+                }
                 Some(refused) => Err(refusal_error(refused, prepared, policy, started)),
             };
 
@@ -236,10 +238,10 @@ async fn attempt_loop<T: Transport>(
     intent: &mut Prepared<T>,
     policy: &PolicyInner,
     observers: &Observers<'_>,
+    deadline: &Deadline,
     started: Instant,
     intent_id: RequestId,
 ) -> Result<reqwest::Response, Error> {
-    let deadline = Deadline::new(started, intent.deadline);
     let min_attempt_window = decision::min_attempt_window(intent.attempt_timeout, intent.deadline);
     let mut state = LoopState {
         log: AttemptLog::new(intent.key.take()),
@@ -266,7 +268,7 @@ async fn attempt_loop<T: Transport>(
             &policy.settings.redact_query_params,
         );
         let before = std::mem::replace(&mut previous, (LastResult::Nothing, None));
-        let sending = match intent.send_attempt(policy, &deadline, &attempt) {
+        let sending = match intent.send_attempt(policy, deadline, &attempt) {
             Ok(sending) => sending,
             Err(why) => return Err(state.give_up(policy, why, before.0, before.1)),
         };

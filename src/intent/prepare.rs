@@ -131,8 +131,8 @@ impl<T: Transport> Prepared<T> {
         crate::authority::of(self.requests.url())
     }
 
-    /// Sends `attempt`'s request as `outgoing::dress` writes it, and returns the
-    /// transport's future; or why no attempt can start (the pause overran the
+    /// Sends `attempt`'s request as `outgoing::dress` writes it, with the
+    /// attempt's timeout cut to the time left, and returns the transport's future; or why no attempt can start (the pause overran the
     /// deadline, or a body that cannot be replayed was already sent).
     pub(super) fn send_attempt(
         &mut self,
@@ -154,15 +154,13 @@ impl<T: Transport> Prepared<T> {
         let wire = AttemptWire {
             request_id_header: &policy.request_id_header,
             request_id: attempt.request_id,
-            timeout,
-            transport_timeout: self.transport.timeout(),
         };
         outgoing::dress(
             &mut request,
             self.body_factory.as_ref().map(|make| make()),
             wire,
         );
-        Ok(self.transport.send(request))
+        Ok(self.transport.send(request, timeout))
     }
 }
 

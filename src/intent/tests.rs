@@ -26,6 +26,8 @@ enum Answer {
 struct Scripted {
     answers: Arc<Mutex<VecDeque<Answer>>>,
     sent: Arc<Mutex<Vec<reqwest::Request>>>,
+    /// The timeout the loop handed with each request.
+    timeouts: Arc<Mutex<Vec<Option<Duration>>>>,
 }
 
 impl Scripted {
@@ -33,6 +35,7 @@ impl Scripted {
         Self {
             answers: Arc::new(Mutex::new(answers.into_iter().collect())),
             sent: Arc::default(),
+            timeouts: Arc::default(),
         }
     }
 
@@ -48,8 +51,10 @@ impl Transport for Scripted {
     fn send(
         &mut self,
         request: reqwest::Request,
+        timeout: Option<Duration>,
     ) -> impl Future<Output = Result<reqwest::Response, TransportError>> + Send {
         self.sent.lock().unwrap().push(request);
+        self.timeouts.lock().unwrap().push(timeout);
         let answer = self.answers.lock().unwrap().pop_front();
         async move {
             match answer.expect("an answer for every attempt") {
@@ -97,6 +102,24 @@ async fn a_transient_status_is_retried_with_one_key_and_a_request_id_per_attempt
     let ids = transport.headers("x-request-id");
     assert_ne!(ids[0], ids[1]);
     assert_eq!(ids[0], log.attempts()[0].request_id().to_string());
+}
+
+#[tokio::test]
+async fn each_attempt_is_handed_its_timeout_cut_to_the_time_left_and_carries_none() {
+    let transport = Scripted::new([Answer::Status(503), Answer::Status(201)]);
+    let mut intent = intent(transport.clone(), RetryPolicy::builder());
+    intent.deadline = Some(Duration::from_millis(1500));
+    *intent.request.timeout_mut() = Some(Duration::from_secs(60));
+    start(Ok(intent)).await.unwrap();
+    let timeouts = transport.timeouts.lock().unwrap().clone();
+    assert_eq!(timeouts.len(), 2);
+    for timeout in timeouts {
+        let timeout = timeout.expect("a deadline bounds every attempt");
+        assert!(timeout <= Duration::from_millis(1500), "{timeout:?}");
+        assert!(timeout > Duration::from_millis(500), "{timeout:?}");
+    }
+    let sent = transport.sent.lock().unwrap();
+    assert!(sent.iter().all(|request| request.timeout().is_none()));
 }
 
 #[tokio::test]
