@@ -213,12 +213,11 @@ pub use attempt_log::{
 pub use backoff::{Backoff, Delays};
 pub use breaker::{CircuitBreaker, CircuitBreakerBuilder, CircuitState, InvalidBreaker};
 pub use budget::{InvalidBudget, RetryBudget, RetryBudgetBuilder};
-pub use classify::{
-    is_idempotent_method, AttemptResult, AttemptView, Classifier, Decision, StatusSet,
-};
+pub use classify::{is_idempotent_method, AttemptResult, AttemptView, Classifier, StatusSet};
 pub use client::{RequestBuilder, ResilientClient, MAX_CONNECT_TIMEOUT};
 pub use clock::{Clock, SystemClock, VirtualClock};
 pub use commit_unknown::CommitOutcomeUnknown;
+pub use decision::Decision;
 pub use error::{BoxError, Error, GiveUpReason};
 pub use failure::TransportFailure;
 pub use gate::{Gate, GateRefusal, GateScope, RetryCause};

@@ -131,8 +131,10 @@ pub struct RetryPolicy {
 pub(crate) struct PolicyInner {
     /// The settings as given (validated).
     pub(crate) settings: Settings,
-    /// What the classification reads: derived from `settings` and the classifier.
-    pub(crate) rules: Rules,
+    /// The user's classifier, asked first.
+    classifier: Option<Arc<dyn Classifier>>,
+    /// `settings.server_hint_header`, parsed.
+    server_hint_header: Option<HeaderName>,
     /// `settings.key_header`, `settings.request_id_header`, parsed.
     pub(crate) key_header: HeaderName,
     pub(crate) request_id_header: HeaderName,
@@ -189,7 +191,7 @@ impl RetryPolicy {
 
     /// Statuses treated as transient.
     pub fn transient_statuses(&self) -> StatusSet {
-        self.inner.rules.transient_statuses
+        self.inner.settings.transient_statuses
     }
 
     /// The shortest pause after a 409 "same key still in progress".
@@ -219,7 +221,7 @@ impl RetryPolicy {
 
     /// Whether a 409 on a keyed request is retried.
     pub fn retry_conflict_when_keyed(&self) -> bool {
-        self.inner.rules.retry_conflict_when_keyed
+        self.inner.settings.retry_conflict_when_keyed
     }
 
     /// Which requests get a generated key.
@@ -234,7 +236,7 @@ impl RetryPolicy {
 
     /// The server retry-hint header, if one is configured.
     pub fn server_hint_header(&self) -> Option<&HeaderName> {
-        self.inner.rules.server_hint_header.as_ref()
+        self.inner.server_hint_header.as_ref()
     }
 
     /// Whether the jitter is seeded (repeatable).
@@ -267,7 +269,7 @@ impl RetryPolicy {
         let inner = &self.inner;
         RetryPolicyBuilder {
             settings: inner.settings.clone(),
-            classifier: inner.rules.classifier.clone(),
+            classifier: inner.classifier.clone(),
             budget: Some(inner.budget.clone()),
             gates: inner.user_gates.clone(),
             observers: inner.observers.clone(),
@@ -279,6 +281,16 @@ impl RetryPolicy {
 }
 
 impl PolicyInner {
+    /// What classification reads, borrowed from the settings' one owner.
+    pub(crate) fn rules(&self) -> Rules<'_> {
+        Rules {
+            classifier: self.classifier.as_deref(),
+            server_hint_header: self.server_hint_header.as_ref(),
+            transient_statuses: &self.settings.transient_statuses,
+            retry_conflict_when_keyed: self.settings.retry_conflict_when_keyed,
+        }
+    }
+
     /// The timeout of each attempt of an intent with this deadline (see
     /// [`RetryPolicy::attempt_timeout`]).
     #[inline]
@@ -326,7 +338,7 @@ impl fmt::Debug for RetryPolicy {
         f.debug_struct("RetryPolicy")
             .field("settings", &p.settings)
             .field("attempt_timeout", &self.attempt_timeout())
-            .field("classifier", &p.rules.classifier.is_some())
+            .field("classifier", &p.classifier.is_some())
             .field("budget", &p.budget)
             .field("gates", &p.gates.len())
             .field("observers", &p.observers.len())
@@ -609,12 +621,8 @@ impl RetryPolicyBuilder {
         gates.push(Arc::new(budget.clone()));
         Ok(RetryPolicy {
             inner: Arc::new(PolicyInner {
-                rules: Rules {
-                    classifier: self.classifier,
-                    server_hint_header,
-                    transient_statuses: settings.transient_statuses,
-                    retry_conflict_when_keyed: settings.retry_conflict_when_keyed,
-                },
+                classifier: self.classifier,
+                server_hint_header,
                 key_header,
                 request_id_header,
                 budget,
