@@ -51,7 +51,6 @@ impl PartialEq for Records {
 impl Eq for Records {}
 
 impl AttemptLog {
-    #[inline]
     pub(crate) fn new(key: Option<IdempotencyKey>) -> Self {
         Self {
             records: Records::None,
@@ -66,7 +65,6 @@ impl AttemptLog {
         self.key.as_ref()
     }
 
-    #[inline]
     pub(crate) fn push(&mut self, record: AttemptRecord) {
         self.records = match std::mem::take(&mut self.records) {
             Records::None => Records::One(record),

@@ -246,7 +246,6 @@ pub(crate) struct Verdict {
 
 impl Verdict {
     /// Retry the intent (before deadline, attempts and budget have their say)?
-    #[inline]
     pub(crate) fn retry(&self) -> bool {
         self.transient && self.safe
     }
@@ -254,7 +253,6 @@ impl Verdict {
     /// Does the attempt say the service or the network is struggling (what a
     /// breaker counts)? A transient failure — but not a 409 "same key in
     /// progress": that server is healthy and executing.
-    #[inline]
     pub(crate) fn struggling(&self) -> bool {
         self.transient && !self.conflict
     }
@@ -262,7 +260,6 @@ impl Verdict {
     /// Could this attempt have had an effect on the server (see
     /// `Error::is_outcome_unknown`)? Only transient failures count: a final response
     /// is an answer, not an unknown.
-    #[inline]
     pub(crate) fn may_have_applied(&self) -> bool {
         match self.outcome {
             AttemptOutcome::Status(status) => self.transient && !status_proves_no_effect(status),

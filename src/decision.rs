@@ -89,7 +89,6 @@ pub(crate) struct Facts {
 /// timeout, or the whole deadline if that is shorter) would only time out — and a
 /// timed-out attempt may still have been delivered, turning a known outcome into an
 /// unknown one. With neither a timeout nor a deadline, 10 ms.
-#[inline]
 pub(crate) fn min_attempt_window(
     attempt_timeout: Option<Duration>,
     deadline: Option<Duration>,

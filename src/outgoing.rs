@@ -15,7 +15,6 @@ use crate::ids::RequestId;
 
 /// Takes the request's own timeout off it, so that it cannot outlive the deadline
 /// on any attempt, and returns it (it replaces the policy's attempt timeout).
-#[inline]
 pub(crate) fn take_own_timeout(request: &mut reqwest::Request) -> Option<Duration> {
     // `timeout_mut` creates reqwest's extension entry when there is none: only
     // a request that has a timeout pays for taking it.
@@ -24,7 +23,6 @@ pub(crate) fn take_own_timeout(request: &mut reqwest::Request) -> Option<Duratio
 }
 
 /// Puts the intent's key on the request every attempt is copied from.
-#[inline]
 pub(crate) fn put_key(request: &mut reqwest::Request, header: &HeaderName, value: HeaderValue) {
     request.headers_mut().insert(header.clone(), value);
 }
@@ -36,7 +34,6 @@ pub(crate) struct AttemptWire<'a> {
 }
 
 /// Writes the attempt's request id and body on `request`.
-#[inline]
 pub(crate) fn dress(
     request: &mut reqwest::Request,
     body: Option<reqwest::Body>,

@@ -293,7 +293,6 @@ impl PolicyInner {
 
     /// The timeout of each attempt of an intent with this deadline (see
     /// [`RetryPolicy::attempt_timeout`]).
-    #[inline]
     pub(crate) fn attempt_timeout_for(&self, deadline: Option<Duration>) -> Option<Duration> {
         self.settings
             .attempt_timeout
