@@ -262,7 +262,7 @@ async fn a_pause_that_overran_the_deadline_ends_the_intent_with_the_previous_res
     assert_eq!(received(&server).await.len(), 1);
 }
 
-/// A write-ahead that takes `started` / `ended` seconds to return.
+/// A write-ahead whose hooks take `started` / `ended` to return.
 struct Slow {
     started: Duration,
     ended: Duration,
