@@ -36,10 +36,6 @@ struct Metrics {
 struct Count(Arc<Metrics>);
 
 impl IntentObserver for Count {
-    fn needs_async_hooks(&self) -> bool {
-        false
-    }
-
     fn attempt_finished(&self, _: &AttemptFinished<'_>) {
         self.0.attempts.fetch_add(1, Ordering::Relaxed);
     }

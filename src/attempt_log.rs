@@ -51,7 +51,6 @@ impl PartialEq for Records {
 impl Eq for Records {}
 
 impl AttemptLog {
-    #[inline]
     pub(crate) fn new(key: Option<IdempotencyKey>) -> Self {
         Self {
             records: Records::None,
@@ -66,7 +65,6 @@ impl AttemptLog {
         self.key.as_ref()
     }
 
-    #[inline]
     pub(crate) fn push(&mut self, record: AttemptRecord) {
         self.records = match std::mem::take(&mut self.records) {
             Records::None => Records::One(record),
@@ -286,13 +284,31 @@ impl DelayReason {
 pub trait ResponseExt {
     /// The log of the intent that produced this response.
     fn attempt_log(&self) -> Option<&AttemptLog>;
+
+    /// True when the intent's [`WriteAhead`](crate::WriteAhead) could not record
+    /// this response as its end (see [`EndNotRecorded`]).
+    fn end_not_recorded(&self) -> bool;
 }
 
 impl ResponseExt for reqwest::Response {
     fn attempt_log(&self) -> Option<&AttemptLog> {
         self.extensions().get::<AttemptLog>()
     }
+
+    fn end_not_recorded(&self) -> bool {
+        self.extensions().get::<EndNotRecorded>().is_some()
+    }
 }
+
+/// In a response's extensions when the intent's [`WriteAhead`](crate::WriteAhead)
+/// could not record it as the intent's end (its `after_end` failed or ran out of
+/// time). The caller has its response, but the write-ahead still holds the intent
+/// as unfinished: a durable journal resends it under the same key until it
+/// records a terminal result (the server's deduplication makes that resend replay
+/// this answer). Read it with [`ResponseExt::end_not_recorded`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct EndNotRecorded;
 
 #[cfg(test)]
 mod tests {

@@ -15,7 +15,6 @@
 //!    [`TransportFailure::proves_not_sent`]). This rule is not configurable: it is
 //!    what keeps a customer from paying twice.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use http::header::HeaderName;
@@ -23,6 +22,7 @@ use http::{HeaderMap, Method, StatusCode};
 
 use crate::attempt_log::{AttemptOutcome, TransportFailure};
 use crate::clock::Clock;
+use crate::decision::Decision;
 use crate::retry_after::retry_after_of;
 use crate::transport::TransportError;
 
@@ -104,29 +104,6 @@ impl<'a> AttemptView<'a> {
     /// The whole result.
     pub fn result(&self) -> AttemptResult<'a> {
         self.result
-    }
-}
-
-/// A classification: retry the intent, or stop here.
-#[must_use]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Decision {
-    /// The failure is transient; another attempt may succeed.
-    Retry,
-    /// Transient, and the next attempt must not start before this long — e.g. a
-    /// vendor header that says when to come back. Treated like a `Retry-After`
-    /// (it replaces the header's value): the pause is at least this long, and a
-    /// wait beyond the ceiling or the deadline ends the intent at once.
-    RetryAfter(Duration),
-    /// Final: a success, or a failure that will not change on retry.
-    Stop,
-}
-
-impl Decision {
-    /// True for [`Retry`](Self::Retry) and [`RetryAfter`](Self::RetryAfter).
-    pub fn is_retry(&self) -> bool {
-        matches!(self, Self::Retry | Self::RetryAfter(_))
     }
 }
 
@@ -242,12 +219,13 @@ pub fn is_idempotent_method(method: &Method) -> bool {
     method.is_idempotent()
 }
 
-/// A policy's classification settings (see [`RetryPolicyBuilder`](crate::RetryPolicyBuilder)).
-#[derive(Clone)]
-pub(crate) struct Rules {
-    pub(crate) classifier: Option<Arc<dyn Classifier>>,
-    pub(crate) server_hint_header: Option<HeaderName>,
-    pub(crate) transient_statuses: StatusSet,
+/// What classification reads of a policy, borrowed from it: the settings have one
+/// owner (see [`RetryPolicyBuilder`](crate::RetryPolicyBuilder)).
+#[derive(Clone, Copy)]
+pub(crate) struct Rules<'p> {
+    pub(crate) classifier: Option<&'p dyn Classifier>,
+    pub(crate) server_hint_header: Option<&'p HeaderName>,
+    pub(crate) transient_statuses: &'p StatusSet,
     pub(crate) retry_conflict_when_keyed: bool,
 }
 
@@ -268,7 +246,6 @@ pub(crate) struct Verdict {
 
 impl Verdict {
     /// Retry the intent (before deadline, attempts and budget have their say)?
-    #[inline]
     pub(crate) fn retry(&self) -> bool {
         self.transient && self.safe
     }
@@ -276,7 +253,6 @@ impl Verdict {
     /// Does the attempt say the service or the network is struggling (what a
     /// breaker counts)? A transient failure — but not a 409 "same key in
     /// progress": that server is healthy and executing.
-    #[inline]
     pub(crate) fn struggling(&self) -> bool {
         self.transient && !self.conflict
     }
@@ -284,7 +260,6 @@ impl Verdict {
     /// Could this attempt have had an effect on the server (see
     /// `Error::is_outcome_unknown`)? Only transient failures count: a final response
     /// is an answer, not an unknown.
-    #[inline]
     pub(crate) fn may_have_applied(&self) -> bool {
         match self.outcome {
             AttemptOutcome::Status(status) => self.transient && !status_proves_no_effect(status),
@@ -296,16 +271,15 @@ impl Verdict {
 /// Classifies one finished attempt: the caller's classifier first, then the
 /// server's explicit hint, then the default; method safety last, and it cannot be
 /// overridden. An HTTP-date `Retry-After` is measured from `clock`'s wall time.
-pub(crate) fn classify(rules: &Rules, view: &AttemptView<'_>, clock: &dyn Clock) -> Verdict {
+pub(crate) fn classify(rules: &Rules<'_>, view: &AttemptView<'_>, clock: &dyn Clock) -> Verdict {
     let decision = rules
         .classifier
-        .as_ref()
         .and_then(|classifier| classifier.classify(view))
-        .or_else(|| server_hint(rules.server_hint_header.as_ref(), view))
+        .or_else(|| server_hint(rules.server_hint_header, view))
         .unwrap_or_else(|| {
             default_decision(
                 view,
-                &rules.transient_statuses,
+                rules.transient_statuses,
                 view.keyed && rules.retry_conflict_when_keyed,
             )
         });
@@ -397,7 +371,7 @@ fn status_proves_no_effect(status: StatusCode) -> bool {
 /// the attempt's `span`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn classify_result(
-    rules: &Rules,
+    rules: &Rules<'_>,
     clock: &dyn Clock,
     span: &tracing::Span,
     method: &Method,

@@ -24,7 +24,8 @@ use crate::intent::{self, BodyFactory, Intent};
 use crate::observer::IntentObserver;
 use crate::options::IntentOptions;
 use crate::policy::RetryPolicy;
-use crate::transport::{Transport, TransportError};
+use crate::transport::{self, Transport, TransportError};
+use crate::write_ahead::WriteAhead;
 
 /// The longest connect timeout a client built by this crate gets: half the attempt
 /// timeout, at most this. Why every client gets one (a connect that never completes
@@ -93,10 +94,9 @@ fn connect_timeout_for(attempt_timeout: Option<Duration>) -> Duration {
 pub struct ResilientClient {
     http: reqwest::Client,
     policy: RetryPolicy,
-    /// The total timeout `http` applies by itself to a request without one: set by
-    /// [`from_builder`](Self::from_builder), unknown (`None`) for
-    /// [`from_parts`](Self::from_parts). See `outgoing::dress`.
-    client_timeout: Option<Duration>,
+    /// The total timeout [`from_builder`](Self::from_builder) built `http` with;
+    /// `None` for [`from_parts`](Self::from_parts). See `transport::write_timeout`.
+    timeout_built_in: Option<Duration>,
 }
 
 impl ResilientClient {
@@ -157,7 +157,7 @@ impl ResilientClient {
             builder = builder.timeout(timeout);
         }
         Ok(Self {
-            client_timeout: attempt_timeout,
+            timeout_built_in: attempt_timeout,
             ..Self::from_parts(builder.build()?, policy)
         })
     }
@@ -178,7 +178,7 @@ impl ResilientClient {
         Self {
             http,
             policy,
-            client_timeout: None,
+            timeout_built_in: None,
         }
     }
 
@@ -216,7 +216,7 @@ impl ResilientClient {
     pub fn request<U: IntoUrl>(&self, method: Method, url: U) -> RequestBuilder {
         RequestBuilder {
             policy: self.policy.clone(),
-            client_timeout: self.client_timeout,
+            timeout_built_in: self.timeout_built_in,
             inner: self.http.request(method, url),
             options: IntentOptions::new(),
             body_factory: None,
@@ -261,7 +261,7 @@ impl ResilientClient {
     pub async fn execute(&self, request: reqwest::Request) -> Result<reqwest::Response, Error> {
         RequestBuilder {
             policy: self.policy.clone(),
-            client_timeout: self.client_timeout,
+            timeout_built_in: self.timeout_built_in,
             inner: reqwest::RequestBuilder::from_parts(self.http.clone(), request),
             options: IntentOptions::new(),
             body_factory: None,
@@ -292,7 +292,7 @@ impl fmt::Debug for ResilientClient {
 pub struct RequestBuilder {
     policy: RetryPolicy,
     /// As [`ResilientClient`]'s. The reqwest client itself travels in `inner`.
-    client_timeout: Option<Duration>,
+    timeout_built_in: Option<Duration>,
     inner: reqwest::RequestBuilder,
     options: IntentOptions,
     body_factory: Option<BodyFactory>,
@@ -468,6 +468,13 @@ impl RequestBuilder {
         self
     }
 
+    /// This intent's [`WriteAhead`] instead of the policy's (at most one per
+    /// intent: a second call replaces the first).
+    pub fn write_ahead(mut self, write_ahead: Arc<dyn WriteAhead>) -> Self {
+        self.options = self.options.write_ahead(write_ahead);
+        self
+    }
+
     /// Sends the intent.
     ///
     /// Returns `Ok(response)` for any response that is final: a success, or a
@@ -483,7 +490,7 @@ impl RequestBuilder {
     pub fn send(self) -> impl Future<Output = Result<reqwest::Response, Error>> + Send + 'static {
         let RequestBuilder {
             policy,
-            client_timeout,
+            timeout_built_in,
             inner,
             mut options,
             body_factory,
@@ -501,7 +508,7 @@ impl RequestBuilder {
             Ok(Intent {
                 transport: ClientTransport {
                     http,
-                    timeout: client_timeout,
+                    timeout_built_in,
                 },
                 policy,
                 request,
@@ -509,29 +516,27 @@ impl RequestBuilder {
                 key: resolved.key,
                 deadline: resolved.deadline,
                 observers: resolved.observers,
+                write_ahead: resolved.write_ahead,
             })
         });
         intent::start(intent)
     }
 }
 
-/// The client an intent's attempts go through, and the timeout it applies to a
-/// request without one.
+/// The client an intent's attempts go through, and the timeout it was built with.
 struct ClientTransport {
     http: reqwest::Client,
-    timeout: Option<Duration>,
+    timeout_built_in: Option<Duration>,
 }
 
 impl Transport for ClientTransport {
     fn send(
         &mut self,
-        request: reqwest::Request,
+        mut request: reqwest::Request,
+        timeout: Option<Duration>,
     ) -> impl Future<Output = Result<reqwest::Response, TransportError>> + Send {
+        transport::write_timeout(&mut request, timeout, self.timeout_built_in);
         self.http.execute(request).map_err(TransportError::Reqwest)
-    }
-
-    fn timeout(&self) -> Option<Duration> {
-        self.timeout
     }
 }
 

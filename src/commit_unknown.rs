@@ -1,18 +1,18 @@
-//! The marker an intent observer returns when its own write may have committed.
+//! The marker a write-ahead returns when its own write may have committed.
 
 use std::fmt;
 
 /// Any error, boxed (as `crate::BoxError`, spelled out so this file imports nothing).
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// An intent observer's write whose commit outcome is not known: a journal's
+/// A write-ahead's write whose commit outcome is not known: a journal's
 /// write-ahead that timed out, or whose connection was cut, after the commit was
 /// sent and before its answer came back.
 ///
-/// Returned from [`IntentObserver::started`](crate::IntentObserver::started)
+/// Returned from [`WriteAhead::before_first_byte`](crate::WriteAhead::before_first_byte)
 /// (anywhere in the error's source chain), it still stops the intent before its
 /// first byte, but the [`Error`](crate::Error) says
-/// [`is_outcome_unknown`](crate::Error::is_outcome_unknown): the observer may
+/// [`is_outcome_unknown`](crate::Error::is_outcome_unknown): the write-ahead may
 /// send the intent later under its key (a journal resumes what it wrote ahead),
 /// so the caller must not take "nothing was sent" for granted, and must retry
 /// only with the same key.

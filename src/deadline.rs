@@ -61,13 +61,11 @@ pub(crate) struct Deadline {
 }
 
 impl Deadline {
-    #[inline]
     pub(crate) fn new(started: Instant, limit: Option<Duration>) -> Self {
         Self { started, limit }
     }
 
     /// Time left at `now`; `None` when the intent has no deadline.
-    #[inline]
     pub(crate) fn remaining(&self, now: Instant) -> Option<Duration> {
         self.limit
             .map(|limit| limit.saturating_sub(now.saturating_duration_since(self.started)))
@@ -75,7 +73,6 @@ impl Deadline {
 
     /// The timeout for an attempt starting at `now`: `per_attempt` (the intent's,
     /// from [`AttemptTimeout::for_intent`] or the request's own) cut to the time left.
-    #[inline]
     pub(crate) fn attempt_timeout(
         &self,
         now: Instant,

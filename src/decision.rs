@@ -1,4 +1,6 @@
-//! After an attempt: deliver, give up (and why), or pause (how long, and why).
+//! After an attempt: first a [`Decision`] (a classifier's, the server's hint, or
+//! the default: retry or stop), then deliver, give up (and why), or pause (how
+//! long, and why).
 //!
 //! The whole answer is one pure function of the facts ([`after_attempt`]), so every
 //! rule and every conflict between rules is a row in a table test, without I/O or
@@ -10,6 +12,29 @@ use std::time::Duration;
 use crate::attempt_log::DelayReason;
 use crate::error::GiveUpReason;
 use crate::gate::RetryCause;
+
+/// A classification: retry the intent, or stop here.
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Decision {
+    /// The failure is transient; another attempt may succeed.
+    Retry,
+    /// Transient, and the next attempt must not start before this long — e.g. a
+    /// vendor header that says when to come back. Treated like a `Retry-After`
+    /// (it replaces the header's value): the pause is at least this long, and a
+    /// wait beyond the ceiling or the deadline ends the intent at once.
+    RetryAfter(Duration),
+    /// Final: a success, or a failure that will not change on retry.
+    Stop,
+}
+
+impl Decision {
+    /// True for [`Retry`](Self::Retry) and [`RetryAfter`](Self::RetryAfter).
+    pub fn is_retry(&self) -> bool {
+        matches!(self, Self::Retry | Self::RetryAfter(_))
+    }
+}
 
 /// What the loop does after an attempt.
 #[must_use]
@@ -64,7 +89,6 @@ pub(crate) struct Facts {
 /// timeout, or the whole deadline if that is shorter) would only time out — and a
 /// timed-out attempt may still have been delivered, turning a known outcome into an
 /// unknown one. With neither a timeout nor a deadline, 10 ms.
-#[inline]
 pub(crate) fn min_attempt_window(
     attempt_timeout: Option<Duration>,
     deadline: Option<Duration>,

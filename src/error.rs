@@ -40,8 +40,9 @@ pub enum GiveUpReason {
     NotRetryable,
     /// The request could not be built or its idempotency key is invalid; nothing was sent.
     InvalidRequest,
-    /// An [`IntentObserver`](crate::IntentObserver) refused the intent in `started`
-    /// (e.g. a journal could not write it ahead); nothing was sent.
+    /// The intent's [`WriteAhead`](crate::WriteAhead) refused it in
+    /// `before_first_byte` (e.g. a journal could not write it ahead); nothing was
+    /// sent by this call.
     ObserverRefused,
 }
 
@@ -97,14 +98,14 @@ pub(crate) struct GiveUpContext {
 pub(crate) enum LastResult {
     Response(reqwest::Response),
     Transport(reqwest::Error),
-    /// Another middleware's error, or an observer's refusal.
+    /// Another middleware's error, or a write-ahead's refusal.
     Other(BoxError),
     InvalidKey(InvalidKey),
     ZeroDeadline,
     Nothing,
 }
 
-/// Any error, boxed: an observer's refusal, another middleware's failure.
+/// Any error, boxed: a write-ahead's refusal, another middleware's failure.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 impl Error {
@@ -154,13 +155,6 @@ impl Error {
         Self::nothing_sent(GiveUpReason::InvalidRequest, LastResult::InvalidKey(source))
     }
 
-    /// Two observers that must be alone on an intent (two journals); nothing was
-    /// sent, and no observer was asked.
-    pub(crate) fn duplicate_observer(name: &'static str) -> Self {
-        let why = format!("two `{name}` observers on one intent (e.g. `.durable()` called twice)");
-        Self::nothing_sent(GiveUpReason::InvalidRequest, LastResult::Other(why.into()))
-    }
-
     /// A per-request policy that does not build; nothing was sent.
     pub(crate) fn invalid_policy(error: BoxError) -> Self {
         Self::nothing_sent(GiveUpReason::InvalidRequest, LastResult::Other(error))
@@ -171,8 +165,8 @@ impl Error {
         Self::nothing_sent(GiveUpReason::InvalidRequest, LastResult::ZeroDeadline)
     }
 
-    /// An observer refused the intent before its first byte; nothing was sent by
-    /// this call. When the refusal carries [`CommitOutcomeUnknown`] the observer's
+    /// The write-ahead refused the intent before its first byte; nothing was sent
+    /// by this call. When the refusal carries [`CommitOutcomeUnknown`] the write-ahead's
     /// own write may have committed (a journal may send the intent later under its
     /// key), so the outcome is unknown.
     pub(crate) fn observer_refused(source: BoxError, log: AttemptLog) -> Self {
@@ -188,8 +182,8 @@ impl Error {
         )
     }
 
-    /// An observer's `started` was still running at the deadline: nothing was sent
-    /// by this call, but the observer may have acted (a journal may have written
+    /// The write-ahead's `before_first_byte` was still running at the deadline:
+    /// nothing was sent by this call, but it may have acted (a journal may have written
     /// the intent ahead, to resume it later), so the outcome is unknown.
     pub(crate) fn observer_overran_deadline(log: AttemptLog, elapsed: Duration) -> Self {
         let context = GiveUpContext {
@@ -202,7 +196,8 @@ impl Error {
         Self::give_up(GiveUpReason::DeadlineExceeded, LastResult::Nothing, context)
     }
 
-    /// An observer did not hear how the intent ended (see `intent::run_observed`).
+    /// The write-ahead did not record how the intent ended (see
+    /// `intent::mark_end_not_recorded`).
     pub(crate) fn mark_outcome_unknown(&mut self) {
         self.inner.outcome_unknown = true;
     }
@@ -289,12 +284,13 @@ impl Error {
         self.inner.reason == GiveUpReason::InvalidRequest
     }
 
-    /// An intent observer refused the intent before its first byte: this call sent
-    /// nothing. [`source`](std::error::Error::source) is the observer's error.
+    /// The intent's [`WriteAhead`](crate::WriteAhead) refused it before its first
+    /// byte: this call sent nothing. [`source`](std::error::Error::source) is the
+    /// write-ahead's error.
     ///
     /// Nothing will be sent later either — unless
     /// [`is_outcome_unknown`](Self::is_outcome_unknown) is also true: then the
-    /// observer's own write may have committed ([`CommitOutcomeUnknown`], e.g. a
+    /// write-ahead's own write may have committed ([`CommitOutcomeUnknown`], e.g. a
     /// journal's write-ahead that timed out during its commit), the intent may
     /// still be sent under [`idempotency_key`](Self::idempotency_key), and a retry
     /// must use that key.

@@ -114,7 +114,6 @@ pub trait Gate: Send + Sync + 'static {
 
 /// Asks every gate, in order, until one refuses; the gates that admitted before
 /// the refusal hear that nothing is sent.
-#[inline]
 pub(crate) fn admit_all(gates: &[Arc<dyn Gate>], scope: &GateScope<'_>) -> Result<(), GateRefusal> {
     for (asked, gate) in gates.iter().enumerate() {
         if let Err(mut refusal) = gate.admit(scope) {
@@ -129,7 +128,6 @@ pub(crate) fn admit_all(gates: &[Arc<dyn Gate>], scope: &GateScope<'_>) -> Resul
 }
 
 /// Tells every gate how an attempt ended.
-#[inline]
 pub(crate) fn tell_all(
     gates: &[Arc<dyn Gate>],
     scope: &GateScope<'_>,

@@ -11,7 +11,6 @@ use rand::RngCore;
 
 /// A UUID v4 drawn from the thread-local CSPRNG: no system call per request, unlike
 /// `Uuid::new_v4()` with uuid's default `getrandom` source.
-#[inline]
 pub(crate) fn random_uuid_v4() -> uuid::Uuid {
     let mut bytes = [0u8; 16];
     rand::rng().fill_bytes(&mut bytes);
@@ -34,7 +33,6 @@ impl RequestId {
         self.0
     }
 
-    #[inline]
     pub(crate) fn header_value(&self) -> HeaderValue {
         let mut buffer = uuid::Uuid::encode_buffer();
         let text = self.0.hyphenated().encode_lower(&mut buffer);

@@ -3,21 +3,22 @@
 //! Every rule the steps apply is a pure function in the module its name promises
 //! (`outgoing`, `classify`, `decision`, `deadline`, `backoff`), and everything
 //! outside the loop plugs in through a trait (`gate::Gate`,
-//! `observer::IntentObserver`, `transport::Transport`):
+//! `observer::IntentObserver`, `write_ahead::WriteAhead`, `transport::Transport`):
 //!
 //! 1. prepare, in `send()` itself (nothing in it waits, and the future then holds
-//!    only the prepared intent): the key header, the body (observers may need its
+//!    only the prepared intent): the key header, the body (a write-ahead gets its
 //!    bytes), the attempts' timeout;
-//! 2. admission: may the first attempt go out at all? (the gates; before any
-//!    observer, so that a refused intent leaves nothing behind);
-//! 3. observers' `started` (each may refuse: nothing is sent);
+//! 2. admission: may the first attempt go out at all? (the gates; before the
+//!    write-ahead, so that a refused intent leaves nothing behind);
+//! 3. the write-ahead's `before_first_byte` (it may refuse: nothing is sent);
 //! 4. send the attempt (`outgoing`: fresh request id, timeout cut to the time left);
 //! 5. classify it, log it, tell the gates and observers;
 //! 6. deliver, give up, or pause — one decision (`decision::after_attempt`);
 //! 7. do the gates admit the retry? then pause, and back to 4;
-//! 8. observers hear how the intent ended; the result goes to the caller.
+//! 8. observers, then the write-ahead (whenever step 3 ran), hear how the intent
+//!    ended; the result goes to the caller.
 //!
-//! The deadline counts from `send()`: observers' time is inside it.
+//! The deadline counts from `send()`: the write-ahead's time is inside it.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -26,19 +27,18 @@ use std::time::{Duration, Instant};
 use futures_util::future::Either;
 use tracing::Instrument;
 
-use crate::attempt_log::AttemptLog;
+use crate::attempt_log::{AttemptLog, EndNotRecorded};
 use crate::deadline::Deadline;
 use crate::decision::{self, Ended, Facts, Next};
 use crate::error::{Error, GiveUpContext, GiveUpReason, LastResult};
 use crate::gate::{self, GateScope};
 use crate::idempotency::IdempotencyKey;
 use crate::ids::RequestId;
-use crate::observer::{
-    IntentEnd, IntentObserver, IntentStart, Observers, RetryScheduled, StartRefused,
-};
+use crate::observer::{IntentEnd, IntentObserver, IntentStart, Observers, RetryScheduled};
 use crate::policy::PolicyInner;
 use crate::telemetry;
 use crate::transport::{Transport, TransportError};
+use crate::write_ahead::{self, StartRefused, WriteAhead};
 
 mod prepare;
 mod state;
@@ -59,6 +59,8 @@ pub(crate) struct Intent<T> {
     pub(crate) deadline: Option<Duration>,
     /// This intent's own observers (the policy's are told first).
     pub(crate) observers: Vec<Arc<dyn IntentObserver>>,
+    /// The request's own write-ahead, else the policy's.
+    pub(crate) write_ahead: Option<Arc<dyn WriteAhead>>,
 }
 
 /// Runs an intent (or reports why it could not be built), as the future the caller
@@ -96,8 +98,7 @@ impl<T: Transport> Ready<T> {
             let prepared = &mut self.attempts;
             let policy = &*self.policy;
             let started = self.started;
-            let mut observers =
-                Observers::new(&policy.observers, std::mem::take(&mut self.observers));
+            let observers = Observers::new(&policy.observers, std::mem::take(&mut self.observers));
             let intent_id = RequestId::generate();
             let deadline = Deadline::new(started, prepared.deadline);
             let left = || deadline.remaining(policy.clock.now());
@@ -127,8 +128,8 @@ impl<T: Transport> Ready<T> {
                     ..GiveUpContext::nothing_sent()
                 };
                 let result = Err(Error::gate_refused(refusal, LastResult::Nothing, context));
-                // Only the synchronous end hook: no observer started, none wrote anything.
-                observers.finished_unstarted(&IntentEnd {
+                // Only the observers: the write-ahead was not asked, and wrote nothing.
+                observers.finished(&IntentEnd {
                     intent_id,
                     elapsed: Duration::ZERO,
                     method: &prepared.method,
@@ -138,9 +139,9 @@ impl<T: Transport> Ready<T> {
                 return result;
             }
 
-            // 3. Observers' `started`.
-            let refused = match prepared.requests.unsent() {
-                Some(request) if observers.need_waiting() => {
+            // 3. The write-ahead's `before_first_byte`.
+            let refused = match (self.write_ahead.as_deref(), prepared.requests.unsent()) {
+                (Some(write_ahead), Some(request)) => {
                     let start = IntentStart {
                         intent_id,
                         key: prepared.key.as_ref(),
@@ -149,39 +150,25 @@ impl<T: Transport> Ready<T> {
                         body: request.body().and_then(reqwest::Body::as_bytes),
                         deadline: prepared.deadline,
                     };
-                    // Boxed: only intents with async observers pay for holding this future.
-                    Box::pin(observers.start(&start, left)).await.err()
+                    // Boxed: only intents with a write-ahead pay for holding this future.
+                    Box::pin(write_ahead::before_first_byte(write_ahead, &start, left()))
+                        .await
+                        .err()
                 }
                 // (No attempt has taken the request yet: `unsent` is always `Some` here.)
-                _ => {
-                    observers.start_without_waiting();
-                    None
-                }
+                _ => None,
             };
 
             // 4–7. The attempts.
             let result = match refused {
-                None => attempt_loop(prepared, policy, &observers, started, intent_id).await,
-                Some(refused) => {
-                    let log = AttemptLog::new(prepared.key.take());
-                    let elapsed = policy.clock.now().saturating_duration_since(started);
-                    Err(match refused {
-                        StartRefused::Refused(why) => {
-                            tracing::warn!(
-                                "an intent observer refused the intent; nothing was sent"
-                            );
-                            Error::observer_refused(why, log)
-                        }
-                        StartRefused::OutOfTime => {
-                            tracing::warn!("an intent observer's `started` outlived the deadline");
-                            Error::observer_overran_deadline(log, elapsed)
-                        }
-                    })
+                None => {
+                    attempt_loop(prepared, policy, &observers, &deadline, started, intent_id).await
                 }
+                Some(refused) => Err(refusal_error(refused, prepared, policy, started)),
             };
 
-            // 8. Observers hear how it ended.
-            if observers.is_empty() {
+            // 8. Observers, then the write-ahead, hear how it ended.
+            if observers.is_empty() && self.write_ahead.is_none() {
                 return result;
             }
             let mut result = result;
@@ -193,18 +180,55 @@ impl<T: Transport> Ready<T> {
                 result: &result,
             };
             observers.finished(&end);
-            // Boxed: only intents with async observers pay for holding this future.
-            let all_heard =
-                !observers.need_waiting() || Box::pin(observers.ended(&end, left)).await;
-            if !all_heard {
-                // An observer that did not record the end (a journal) may resume the
-                // intent later: the caller must not take "nothing happened" for granted.
-                if let Err(error) = &mut result {
-                    error.mark_outcome_unknown();
-                }
+            let Some(write_ahead) = self.write_ahead.as_deref() else {
+                return result;
+            };
+            // Boxed: only intents with a write-ahead pay for holding this future.
+            let recorded = Box::pin(write_ahead::after_end(write_ahead, &end, left())).await;
+            if !recorded {
+                mark_end_not_recorded(&mut result);
             }
             result
         }
+    }
+}
+
+/// The error for an intent the write-ahead stopped before its first byte.
+fn refusal_error<T>(
+    refused: StartRefused,
+    prepared: &mut Prepared<T>,
+    policy: &PolicyInner,
+    started: Instant,
+) -> Error {
+    let log = AttemptLog::new(prepared.key.take());
+    match refused {
+        StartRefused::Refused(why) => {
+            let error = Error::observer_refused(why, log);
+            if error.is_outcome_unknown() {
+                tracing::warn!(
+                    "an intent observer could not confirm its write; this call sent nothing, but the intent may still be sent under its key (outcome unknown)"
+                );
+            } else {
+                tracing::warn!("an intent observer refused the intent; nothing was sent");
+            }
+            error
+        }
+        StartRefused::OutOfTime => {
+            tracing::warn!("the write-ahead's `before_first_byte` outlived the deadline");
+            let elapsed = policy.clock.now().saturating_duration_since(started);
+            Error::observer_overran_deadline(log, elapsed)
+        }
+    }
+}
+
+/// The write-ahead did not record the end, so it may resend the intent later: an
+/// error becomes outcome unknown, a response says so in its extensions.
+fn mark_end_not_recorded(result: &mut Result<reqwest::Response, Error>) {
+    match result {
+        Ok(response) => {
+            response.extensions_mut().insert(EndNotRecorded);
+        }
+        Err(error) => error.mark_outcome_unknown(),
     }
 }
 
@@ -214,10 +238,10 @@ async fn attempt_loop<T: Transport>(
     intent: &mut Prepared<T>,
     policy: &PolicyInner,
     observers: &Observers<'_>,
+    deadline: &Deadline,
     started: Instant,
     intent_id: RequestId,
 ) -> Result<reqwest::Response, Error> {
-    let deadline = Deadline::new(started, intent.deadline);
     let min_attempt_window = decision::min_attempt_window(intent.attempt_timeout, intent.deadline);
     let mut state = LoopState {
         log: AttemptLog::new(intent.key.take()),
@@ -244,7 +268,7 @@ async fn attempt_loop<T: Transport>(
             &policy.settings.redact_query_params,
         );
         let before = std::mem::replace(&mut previous, (LastResult::Nothing, None));
-        let sending = match intent.send_attempt(policy, &deadline, &attempt) {
+        let sending = match intent.send_attempt(policy, deadline, &attempt) {
             Ok(sending) => sending,
             Err(why) => return Err(state.give_up(policy, why, before.0, before.1)),
         };

@@ -60,9 +60,10 @@
 //! 30 s deadline, a key on POST/PATCH, 408/429/502/503/504 retried, a budget of 10 %.
 //!
 //! # Extension points
-//! * [`IntentObserver`] — told when an intent starts (before its first byte, and
-//!   able to refuse it), after each attempt, when a retry is scheduled, and when it
-//!   ends: metrics, audit, a write-ahead journal;
+//! * [`IntentObserver`] — told, synchronously, after each attempt, when a retry is
+//!   scheduled, and when the intent ends: metrics, audit;
+//! * [`WriteAhead`] — at most one per intent: awaited before its first byte (able
+//!   to refuse it) and, then, at its end: a durable journal;
 //! * [`Gate`] — asked before every attempt (the first one too), told every outcome:
 //!   the [`RetryBudget`] is one, a circuit breaker another;
 //! * [`Classifier`] — decides what is transient, and may say when to come back
@@ -194,6 +195,7 @@ mod template;
 mod throttle;
 mod transport;
 mod window;
+mod write_ahead;
 
 #[cfg(feature = "serde")]
 mod config;
@@ -205,25 +207,23 @@ mod middleware;
 pub mod testing;
 
 pub use attempt_log::{
-    AttemptLog, AttemptOutcome, AttemptRecord, DelayReason, ResponseExt, ScheduledDelay,
+    AttemptLog, AttemptOutcome, AttemptRecord, DelayReason, EndNotRecorded, ResponseExt,
+    ScheduledDelay,
 };
 pub use backoff::{Backoff, Delays};
 pub use breaker::{CircuitBreaker, CircuitBreakerBuilder, CircuitState, InvalidBreaker};
 pub use budget::{InvalidBudget, RetryBudget, RetryBudgetBuilder};
-pub use classify::{
-    is_idempotent_method, AttemptResult, AttemptView, Classifier, Decision, StatusSet,
-};
+pub use classify::{is_idempotent_method, AttemptResult, AttemptView, Classifier, StatusSet};
 pub use client::{RequestBuilder, ResilientClient, MAX_CONNECT_TIMEOUT};
 pub use clock::{Clock, SystemClock, VirtualClock};
 pub use commit_unknown::CommitOutcomeUnknown;
+pub use decision::Decision;
 pub use error::{BoxError, Error, GiveUpReason};
 pub use failure::TransportFailure;
 pub use gate::{Gate, GateRefusal, GateScope, RetryCause};
 pub use idempotency::{IdempotencyKey, InvalidKey, KeyAttachment, KeyFormat, MAX_KEY_LEN};
 pub use ids::RequestId;
-pub use observer::{
-    AttemptFinished, IntentEnd, IntentObserver, IntentStart, ObserverFuture, RetryScheduled,
-};
+pub use observer::{AttemptFinished, IntentEnd, IntentObserver, IntentStart, RetryScheduled};
 pub use options::IntentOptions;
 pub use policy::{BuildError, RetryPolicy, RetryPolicyBuilder};
 pub use retry_after::{
@@ -231,6 +231,7 @@ pub use retry_after::{
 };
 pub use sleeper::{RecordingSleeper, Sleep, Sleeper, TokioSleeper};
 pub use throttle::{AdaptiveThrottle, AdaptiveThrottleBuilder, InvalidThrottle};
+pub use write_ahead::{WriteAhead, WriteAheadFuture};
 
 #[cfg(feature = "serde")]
 pub use config::{ConfigError, RetryPolicyConfig};

@@ -4,7 +4,7 @@
 //! Operators compare a resilient client by the figures the systems they already run
 //! emit: OpenTelemetry's `http.client.request.duration` per attempt, and what the
 //! resilience layer did around the attempts (Polly's strategy events). [`Metrics`] is
-//! an [`IntentObserver`] that records both. It uses only the synchronous hooks, so an
+//! an [`IntentObserver`] that records both. Its hooks are synchronous, so an
 //! intent never awaits it; what it records goes to whatever recorder the application
 //! installed (`metrics-exporter-prometheus`, an OpenTelemetry bridge, a test's
 //! in-memory recorder). With no recorder installed the calls do nothing but build
@@ -51,9 +51,8 @@ const OTHER: &str = "_OTHER";
 /// OpenTelemetry's HTTP client names and attributes.
 ///
 /// Attach it to a policy with [`RetryPolicyBuilder::observer`]; install a recorder
-/// (an exporter) in the application as usual. It implements only the synchronous
-/// hooks and says so ([`needs_async_hooks`](IntentObserver::needs_async_hooks) is
-/// false): an intent never awaits it.
+/// (an exporter) in the application as usual. Its hooks are synchronous, like
+/// every observer's: an intent never awaits it.
 ///
 /// # Metrics
 ///
@@ -199,10 +198,6 @@ impl Metrics {
 }
 
 impl IntentObserver for Metrics {
-    fn needs_async_hooks(&self) -> bool {
-        false
-    }
-
     fn attempt_finished(&self, attempt: &AttemptFinished<'_>) {
         let record = attempt.record();
         let mut labels = self.labels(attempt.method(), attempt.url(), 2);

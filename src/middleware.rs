@@ -3,6 +3,7 @@
 //! explained on the public [`ResilienceMiddleware`] page.
 
 use std::future::Future;
+use std::time::Duration;
 
 use http::Extensions;
 use reqwest_middleware::{Middleware, Next};
@@ -10,7 +11,7 @@ use reqwest_middleware::{Middleware, Next};
 use crate::intent::{self, Intent};
 use crate::options::IntentOptions;
 use crate::policy::RetryPolicy;
-use crate::transport::{Transport, TransportError};
+use crate::transport::{self, Transport, TransportError};
 
 /// Runs each request through a `reqwest_middleware` chain as one intent under a
 /// [`RetryPolicy`]: key per intent, request id per attempt, classification, jitter,
@@ -145,6 +146,7 @@ impl Middleware for ResilienceMiddleware {
             key: resolved.key,
             deadline: resolved.deadline,
             observers: resolved.observers,
+            write_ahead: resolved.write_ahead,
         }))
         .await
         .map_err(reqwest_middleware::Error::middleware)
@@ -160,8 +162,11 @@ struct Chain<'a> {
 impl Transport for Chain<'_> {
     fn send(
         &mut self,
-        request: reqwest::Request,
+        mut request: reqwest::Request,
+        timeout: Option<Duration>,
     ) -> impl Future<Output = Result<reqwest::Response, TransportError>> + Send {
+        // The chain's client is not ours: its own timeout is unknown.
+        transport::write_timeout(&mut request, timeout, None);
         let sending = self.next.clone().run(request, self.extensions);
         async move {
             sending.await.map_err(|error| match error {

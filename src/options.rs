@@ -1,4 +1,5 @@
-//! Per-intent overrides: the caller's idempotency key, the deadline, observers.
+//! Per-intent overrides: the caller's idempotency key, the deadline, observers,
+//! the write-ahead.
 
 use std::fmt;
 use std::sync::Arc;
@@ -8,18 +9,20 @@ use crate::error::Error;
 use crate::idempotency::{IdempotencyKey, InvalidKey};
 use crate::observer::IntentObserver;
 use crate::policy::{PolicyInner, RetryPolicy};
+use crate::write_ahead::WriteAhead;
 
 /// Per-intent overrides of the policy: the caller's key (or none), the deadline,
-/// and observers of this intent only.
+/// observers of this intent only, and its write-ahead.
 ///
 /// [`RequestBuilder`](crate::RequestBuilder) keeps one behind its
-/// `idempotency_key`/`deadline`/`observer` setters; with the `middleware` feature,
+/// `idempotency_key`/`deadline`/`observer`/`write_ahead` setters; with the `middleware` feature,
 /// attach one to a request with `reqwest_middleware::RequestBuilder::with_extension`.
 #[derive(Clone)]
 pub struct IntentOptions {
     key: KeyChoice,
     deadline: Option<Option<Duration>>,
     observers: Vec<Arc<dyn IntentObserver>>,
+    write_ahead: Option<Arc<dyn WriteAhead>>,
     policy: Option<RetryPolicy>,
 }
 
@@ -28,6 +31,8 @@ pub(crate) struct Resolved {
     pub(crate) key: Option<IdempotencyKey>,
     pub(crate) deadline: Option<Duration>,
     pub(crate) observers: Vec<Arc<dyn IntentObserver>>,
+    /// The request's own, else the policy's.
+    pub(crate) write_ahead: Option<Arc<dyn WriteAhead>>,
 }
 
 impl IntentOptions {
@@ -37,6 +42,7 @@ impl IntentOptions {
             key: KeyChoice::Policy,
             deadline: None,
             observers: Vec::new(),
+            write_ahead: None,
             policy: None,
         }
     }
@@ -80,10 +86,16 @@ impl IntentOptions {
     }
 
     /// Adds an observer of this intent only, told after the policy's observers.
-    /// This is how a per-request concern (e.g. writing one intent to a journal)
-    /// plugs in without a policy of its own.
     pub fn observer(mut self, observer: Arc<dyn IntentObserver>) -> Self {
         self.observers.push(observer);
+        self
+    }
+
+    /// This intent's [`WriteAhead`] (e.g. writing it to a journal), instead of
+    /// the policy's: an intent has at most one, and a second call replaces the
+    /// first.
+    pub fn write_ahead(mut self, write_ahead: Arc<dyn WriteAhead>) -> Self {
+        self.write_ahead = Some(write_ahead);
         self
     }
 
@@ -98,6 +110,7 @@ impl IntentOptions {
             key: self.key.resolve(policy, request)?,
             deadline: self.deadline.unwrap_or(policy.settings.deadline),
             observers: self.observers,
+            write_ahead: self.write_ahead.or_else(|| policy.write_ahead.clone()),
         })
     }
 }
@@ -108,6 +121,7 @@ impl fmt::Debug for IntentOptions {
             .field("key", &self.key)
             .field("deadline", &self.deadline)
             .field("observers", &self.observers.len())
+            .field("write_ahead", &self.write_ahead.is_some())
             .field("policy", &self.policy)
             .finish()
     }

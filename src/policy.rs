@@ -23,6 +23,7 @@ use crate::gate::Gate;
 use crate::idempotency::{KeyAttachment, KeyFormat};
 use crate::observer::IntentObserver;
 use crate::sleeper::{Sleeper, TokioSleeper};
+use crate::write_ahead::WriteAhead;
 
 /// Default number of attempts (1 + 2 retries), as the AWS SDK's standard mode.
 pub(crate) const DEFAULT_MAX_ATTEMPTS: u32 = 3;
@@ -101,7 +102,7 @@ impl Default for Settings {
 /// |---|---|---|
 /// | `max_attempts` | 3 | 1 + 2 retries, the AWS SDK standard mode |
 /// | `backoff` | full jitter, base 100 ms, cap 2 s | fewest calls in Brooker's simulation; seed values |
-/// | `deadline` | 30 s for the whole intent, from `send()`: observers, attempts and pauses | a user rarely waits longer |
+/// | `deadline` | 30 s for the whole intent, from `send()`: the write-ahead, attempts and pauses | a user rarely waits longer |
 /// | `attempt_timeout` | 10 s, or half the intent's deadline if that is shorter (the whole deadline with `max_attempts(1)`); a per-request `timeout()` replaces it; always cut to the time left; also bounds reading the body, as reqwest's timeout does | one stuck attempt must not eat the deadline: against a server that hangs, a retry still fits (see [`RetryPolicy::attempt_timeout`]) |
 /// | `retry_after_ceiling` | 30 s | longer asks end the intent with the asked time |
 /// | `conflict_delay` | 1 s, the least pause after a 409 "same key in progress" | the server is still executing: polling at the backoff's 100 ms only adds load |
@@ -117,10 +118,11 @@ impl Default for Settings {
 /// | `budget` | retries ≤ 10 % of requests over 10 s + 10 in reserve, one per policy (shared by its clones and every client built from them) | see [`RetryBudget`] |
 /// | `gate` | none besides the budget; [`CircuitBreaker`](crate::CircuitBreaker) and [`AdaptiveThrottle`](crate::AdaptiveThrottle) are opt-in | a breaker keys circuits by authority (scheme, host, port): one failing route that dominates a service's traffic would refuse intents to that service's healthy routes, which only the application can scope (add `.gate(CircuitBreaker::new_default())` where one authority is one service); the throttle refuses at random while a service struggles, which a caller must be ready to handle. What each does in an outage is P9 in `docs/bench/` |
 /// | `observer` | none | with none the intent pays nothing |
+/// | `write_ahead` | none | with none the intent awaits nothing before its first byte |
 /// | `classifier` | none: the rules above | |
 /// | `sleeper` | tokio timer | inject [`crate::RecordingSleeper`] in tests |
 /// | `clock` | `Instant::now` | inject [`crate::VirtualClock`] so recorded pauses use up the deadline |
-/// | observers' `started` / `ended` | bounded by the time left before the deadline | a slow observer (a journal write) must not make `send()` outlive its deadline (see [`IntentObserver`](crate::IntentObserver)) |
+/// | the write-ahead's `before_first_byte` / `after_end` | bounded by the time left before the deadline | a slow write-ahead (a journal write) must not make `send()` outlive its deadline (see [`WriteAhead`](crate::WriteAhead)) |
 #[derive(Clone)]
 pub struct RetryPolicy {
     pub(crate) inner: Arc<PolicyInner>,
@@ -129,8 +131,10 @@ pub struct RetryPolicy {
 pub(crate) struct PolicyInner {
     /// The settings as given (validated).
     pub(crate) settings: Settings,
-    /// What the classification reads: derived from `settings` and the classifier.
-    pub(crate) rules: Rules,
+    /// The user's classifier, asked first.
+    classifier: Option<Arc<dyn Classifier>>,
+    /// `settings.server_hint_header`, parsed.
+    server_hint_header: Option<HeaderName>,
     /// `settings.key_header`, `settings.request_id_header`, parsed.
     pub(crate) key_header: HeaderName,
     pub(crate) request_id_header: HeaderName,
@@ -141,6 +145,7 @@ pub(crate) struct PolicyInner {
     /// for attempts that happen).
     pub(crate) gates: Vec<Arc<dyn Gate>>,
     pub(crate) observers: Vec<Arc<dyn IntentObserver>>,
+    pub(crate) write_ahead: Option<Arc<dyn WriteAhead>>,
     pub(crate) sleeper: Arc<dyn Sleeper>,
     pub(crate) clock: Arc<dyn Clock>,
     seeded_rng: Option<Mutex<StdRng>>,
@@ -186,7 +191,7 @@ impl RetryPolicy {
 
     /// Statuses treated as transient.
     pub fn transient_statuses(&self) -> StatusSet {
-        self.inner.rules.transient_statuses
+        self.inner.settings.transient_statuses
     }
 
     /// The shortest pause after a 409 "same key still in progress".
@@ -216,7 +221,7 @@ impl RetryPolicy {
 
     /// Whether a 409 on a keyed request is retried.
     pub fn retry_conflict_when_keyed(&self) -> bool {
-        self.inner.rules.retry_conflict_when_keyed
+        self.inner.settings.retry_conflict_when_keyed
     }
 
     /// Which requests get a generated key.
@@ -231,7 +236,7 @@ impl RetryPolicy {
 
     /// The server retry-hint header, if one is configured.
     pub fn server_hint_header(&self) -> Option<&HeaderName> {
-        self.inner.rules.server_hint_header.as_ref()
+        self.inner.server_hint_header.as_ref()
     }
 
     /// Whether the jitter is seeded (repeatable).
@@ -264,10 +269,11 @@ impl RetryPolicy {
         let inner = &self.inner;
         RetryPolicyBuilder {
             settings: inner.settings.clone(),
-            classifier: inner.rules.classifier.clone(),
+            classifier: inner.classifier.clone(),
             budget: Some(inner.budget.clone()),
             gates: inner.user_gates.clone(),
             observers: inner.observers.clone(),
+            write_ahead: inner.write_ahead.clone(),
             sleeper: inner.sleeper.clone(),
             clock: inner.clock.clone(),
         }
@@ -275,9 +281,18 @@ impl RetryPolicy {
 }
 
 impl PolicyInner {
+    /// What classification reads, borrowed from the settings' one owner.
+    pub(crate) fn rules(&self) -> Rules<'_> {
+        Rules {
+            classifier: self.classifier.as_deref(),
+            server_hint_header: self.server_hint_header.as_ref(),
+            transient_statuses: &self.settings.transient_statuses,
+            retry_conflict_when_keyed: self.settings.retry_conflict_when_keyed,
+        }
+    }
+
     /// The timeout of each attempt of an intent with this deadline (see
     /// [`RetryPolicy::attempt_timeout`]).
-    #[inline]
     pub(crate) fn attempt_timeout_for(&self, deadline: Option<Duration>) -> Option<Duration> {
         self.settings
             .attempt_timeout
@@ -322,10 +337,11 @@ impl fmt::Debug for RetryPolicy {
         f.debug_struct("RetryPolicy")
             .field("settings", &p.settings)
             .field("attempt_timeout", &self.attempt_timeout())
-            .field("classifier", &p.rules.classifier.is_some())
+            .field("classifier", &p.classifier.is_some())
             .field("budget", &p.budget)
             .field("gates", &p.gates.len())
             .field("observers", &p.observers.len())
+            .field("write_ahead", &p.write_ahead.is_some())
             .finish()
     }
 }
@@ -354,6 +370,7 @@ pub struct RetryPolicyBuilder {
     budget: Option<RetryBudget>,
     gates: Vec<Arc<dyn Gate>>,
     observers: Vec<Arc<dyn IntentObserver>>,
+    write_ahead: Option<Arc<dyn WriteAhead>>,
     sleeper: Arc<dyn Sleeper>,
     clock: Arc<dyn Clock>,
 }
@@ -367,6 +384,7 @@ impl RetryPolicyBuilder {
             budget: None,
             gates: Vec::new(),
             observers: Vec::new(),
+            write_ahead: None,
             sleeper: Arc::new(TokioSleeper),
             clock: Arc::new(SystemClock),
         }
@@ -480,10 +498,17 @@ impl RetryPolicyBuilder {
         self
     }
 
-    /// Adds an [`IntentObserver`] told about every intent of this policy (started,
-    /// each attempt, ended), after those added before it.
+    /// Adds an [`IntentObserver`] told about every intent of this policy (each
+    /// attempt, each scheduled retry, the end), after those added before it.
     pub fn observer(mut self, observer: impl IntentObserver) -> Self {
         self.observers.push(Arc::new(observer));
+        self
+    }
+
+    /// The [`WriteAhead`] of every intent of this policy that does not bring its
+    /// own (an intent has at most one; a second call replaces the first).
+    pub fn write_ahead(mut self, write_ahead: impl WriteAhead) -> Self {
+        self.write_ahead = Some(Arc::new(write_ahead));
         self
     }
 
@@ -595,18 +620,15 @@ impl RetryPolicyBuilder {
         gates.push(Arc::new(budget.clone()));
         Ok(RetryPolicy {
             inner: Arc::new(PolicyInner {
-                rules: Rules {
-                    classifier: self.classifier,
-                    server_hint_header,
-                    transient_statuses: settings.transient_statuses,
-                    retry_conflict_when_keyed: settings.retry_conflict_when_keyed,
-                },
+                classifier: self.classifier,
+                server_hint_header,
                 key_header,
                 request_id_header,
                 budget,
                 user_gates,
                 gates,
                 observers: self.observers,
+                write_ahead: self.write_ahead,
                 sleeper: self.sleeper,
                 clock: self.clock,
                 seeded_rng: settings
@@ -904,6 +926,7 @@ mod tests {
             "budget",
             "gate",
             "observer",
+            "write_ahead",
             "classifier",
             "sleeper",
             "clock",

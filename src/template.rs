@@ -14,7 +14,6 @@ pub(crate) enum Requests {
 }
 
 impl Requests {
-    #[inline]
     pub(crate) fn next(&mut self) -> Option<reqwest::Request> {
         match self {
             Self::Template(template) => copy_of(template),
@@ -23,7 +22,6 @@ impl Requests {
     }
 
     /// The request as it will leave, while no attempt has taken it.
-    #[inline]
     pub(crate) fn unsent(&self) -> Option<&reqwest::Request> {
         match self {
             Self::Template(template) => Some(template),
@@ -31,7 +29,6 @@ impl Requests {
         }
     }
 
-    #[inline]
     pub(crate) fn url(&self) -> &reqwest::Url {
         match self {
             Self::Template(template) => template.url(),

@@ -450,7 +450,7 @@ impl Client {
     }
 }
 
-/// Counts what a metrics observer would, with the synchronous hooks only.
+/// Counts what a metrics observer would.
 #[derive(Default)]
 struct Counting {
     attempts: std::sync::atomic::AtomicU64,
@@ -459,10 +459,6 @@ struct Counting {
 }
 
 impl reqwest_resilience::IntentObserver for Counting {
-    fn needs_async_hooks(&self) -> bool {
-        false
-    }
-
     fn attempt_finished(&self, _: &reqwest_resilience::AttemptFinished<'_>) {
         self.attempts
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);

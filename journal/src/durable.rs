@@ -1,12 +1,12 @@
 //! Durable send: write the intent ahead, send, record the result.
 //!
-//! [`DurableExt::durable`] attaches a per-intent observer to a request. Its
-//! `started` hook runs after the key is decided and before the first byte leaves:
+//! [`DurableExt::durable`] gives a request a write-ahead of its own. Its
+//! `before_first_byte` runs after the key is decided and before the first byte leaves:
 //! it writes the intent ahead (`in_flight`, leased to this worker), or joins the
 //! intent already journaled under the key (see `join`), and refuses the intent —
 //! nothing is sent — when that write provably did not commit, when the body is a
 //! stream, or when a POST/PATCH has no key; a write whose commit outcome is
-//! unknown refuses it as outcome unknown. Its `ended` hook records the result
+//! unknown refuses it as outcome unknown. Its `after_end` records the result
 //! under the lease (`succeeded`, `failed`, or `unknown` to be resumed); for a
 //! result it could not record, see `unrecorded`.
 
@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use http::{HeaderMap, StatusCode};
 use reqwest_resilience::{
-    is_idempotent_method, BoxError as CoreBoxError, IntentEnd, IntentObserver, IntentStart,
-    ObserverFuture, RequestBuilder,
+    is_idempotent_method, BoxError as CoreBoxError, IntentEnd, IntentStart, RequestBuilder,
+    WriteAhead, WriteAheadFuture,
 };
 
 use crate::error::JournalError;
@@ -66,8 +66,13 @@ pub trait DurableExt {
     /// sends it again without a new row, and the server replays its answer).
     ///
     /// When the result cannot be recorded (after three tries), the caller still
-    /// gets its `Ok(response)`; the journal resends the intent under the same key
-    /// once its lease ends, until it records a terminal result.
+    /// gets its `Ok(response)`, marked
+    /// [`end_not_recorded`](reqwest_resilience::ResponseExt::end_not_recorded)
+    /// (see [`EndNotRecorded`](reqwest_resilience::EndNotRecorded)).
+    ///
+    /// This is the request's [write-ahead](reqwest_resilience::WriteAhead): an
+    /// intent has one, so a second `durable` replaces the first and the intent is
+    /// written once.
     fn durable(self, journal: &Journal) -> Self;
 
     /// [`durable`](Self::durable) with per-intent settings.
@@ -80,7 +85,7 @@ impl DurableExt for RequestBuilder {
     }
 
     fn durable_with(self, journal: &Journal, options: DurableOptions) -> Self {
-        self.observer(Arc::new(DurableObserver {
+        self.write_ahead(Arc::new(DurableWriteAhead {
             retention: options.retention.unwrap_or(journal.settings().retention),
             journal: journal.clone(),
             lease: Mutex::new(None),
@@ -93,26 +98,18 @@ pub fn journal_error(error: &reqwest_resilience::Error) -> Option<&JournalError>
     std::error::Error::source(error)?.downcast_ref::<JournalError>()
 }
 
-struct DurableObserver {
+/// One intent's write-ahead: the lease it took, for the end it records.
+struct DurableWriteAhead {
     journal: Journal,
     retention: Duration,
     lease: Mutex<Option<Lease>>,
 }
 
-impl IntentObserver for DurableObserver {
-    fn needs_body_bytes(&self) -> bool {
-        true
-    }
-
-    /// Two journals on one intent would write it ahead twice.
-    fn one_per_intent(&self) -> Option<&'static str> {
-        Some("journal")
-    }
-
-    fn started<'a>(
+impl WriteAhead for DurableWriteAhead {
+    fn before_first_byte<'a>(
         &'a self,
         intent: &'a IntentStart<'a>,
-    ) -> ObserverFuture<'a, Result<(), CoreBoxError>> {
+    ) -> WriteAheadFuture<'a, Result<(), CoreBoxError>> {
         Box::pin(async move {
             let new = self.new_intent(intent)?;
             let lease_for = self.journal.lease_for(new.deadline);
@@ -134,7 +131,10 @@ impl IntentObserver for DurableObserver {
         })
     }
 
-    fn ended<'a>(&'a self, end: &'a IntentEnd<'a>) -> ObserverFuture<'a, Result<(), CoreBoxError>> {
+    fn after_end<'a>(
+        &'a self,
+        end: &'a IntentEnd<'a>,
+    ) -> WriteAheadFuture<'a, Result<(), CoreBoxError>> {
         Box::pin(async move {
             let lease = self.lease.lock().unwrap_or_else(|e| e.into_inner()).take();
             let Some(lease) = lease else {
@@ -151,7 +151,7 @@ impl IntentObserver for DurableObserver {
     }
 }
 
-impl DurableObserver {
+impl DurableWriteAhead {
     fn new_intent(&self, intent: &IntentStart<'_>) -> Result<NewIntent, JournalError> {
         let body = match intent.body() {
             Some(bytes) => bytes,

@@ -10,17 +10,18 @@ use crate::deadline::Deadline;
 use crate::error::{Error, GiveUpReason};
 use crate::idempotency::IdempotencyKey;
 use crate::ids::RequestId;
-use crate::observer::{IntentObserver, Observers};
+use crate::observer::IntentObserver;
 use crate::outgoing::{self, AttemptWire};
 use crate::policy::PolicyInner;
 use crate::template::Requests;
 use crate::transport::{Transport, TransportError};
+use crate::write_ahead::WriteAhead;
 
 impl<T: Transport> Intent<T> {
     /// Step 1, done before the caller's future exists (so the future holds the
-    /// prepared intent only): refuses a zero deadline, an invalid key and an
-    /// observer that must be alone; puts the key on the request; makes a `body_fn`
-    /// body into bytes when an observer needs them; takes the request's own
+    /// prepared intent only): refuses a zero deadline and an invalid key; puts the
+    /// key on the request; makes a `body_fn` body into bytes when a write-ahead
+    /// will write it down; takes the request's own
     /// timeout off it (it becomes the attempts' timeout).
     pub(super) fn prepare(self, started: Instant) -> Result<Ready<T>, Error> {
         let Intent {
@@ -31,6 +32,7 @@ impl<T: Transport> Intent<T> {
             key,
             deadline,
             observers,
+            write_ahead,
         } = self;
         if deadline == Some(Duration::ZERO) {
             return Err(Error::zero_deadline());
@@ -41,14 +43,9 @@ impl<T: Transport> Intent<T> {
                 .map_err(Error::invalid_key)?;
             outgoing::put_key(&mut request, &policy.key_header, value);
         }
-        let all = Observers::new(&policy.observers, observers);
-        if let Some(name) = all.duplicate() {
-            return Err(Error::duplicate_observer(name));
-        }
-        if all.need_body_bytes() {
+        if write_ahead.is_some() {
             body_into_bytes(&mut request, &mut body_factory);
         }
-        let observers = all.into_request_observers();
         let attempt_timeout = outgoing::take_own_timeout(&mut request)
             .or_else(|| policy.attempt_timeout_for(deadline));
         // A streamed body is consumed by its one and only send; a factory makes a
@@ -78,14 +75,15 @@ impl<T: Transport> Intent<T> {
             },
             policy,
             observers,
+            write_ahead,
             started,
         })
     }
 }
 
 /// Calls a `body_fn` factory once and, when it yields bytes, sends those same
-/// bytes on every attempt (an observer that writes them down must see what goes
-/// on the wire).
+/// bytes on every attempt (a write-ahead that writes them down must see what
+/// goes on the wire).
 fn body_into_bytes(request: &mut reqwest::Request, body_factory: &mut Option<BodyFactory>) {
     if let Some(factory) = body_factory {
         let body = factory();
@@ -102,6 +100,7 @@ pub(super) struct Ready<T> {
     pub(super) policy: Arc<PolicyInner>,
     /// This intent's own observers (the policy's are told first).
     pub(super) observers: Vec<Arc<dyn IntentObserver>>,
+    pub(super) write_ahead: Option<Arc<dyn WriteAhead>>,
     /// When `send()` was called: the deadline counts from here.
     pub(super) started: Instant,
 }
@@ -132,8 +131,8 @@ impl<T: Transport> Prepared<T> {
         crate::authority::of(self.requests.url())
     }
 
-    /// Sends `attempt`'s request as `outgoing::dress` writes it, and returns the
-    /// transport's future; or why no attempt can start (the pause overran the
+    /// Sends `attempt`'s request as `outgoing::dress` writes it, with the
+    /// attempt's timeout cut to the time left, and returns the transport's future; or why no attempt can start (the pause overran the
     /// deadline, or a body that cannot be replayed was already sent).
     pub(super) fn send_attempt(
         &mut self,
@@ -155,15 +154,13 @@ impl<T: Transport> Prepared<T> {
         let wire = AttemptWire {
             request_id_header: &policy.request_id_header,
             request_id: attempt.request_id,
-            timeout,
-            transport_timeout: self.transport.timeout(),
         };
         outgoing::dress(
             &mut request,
             self.body_factory.as_ref().map(|make| make()),
             wire,
         );
-        Ok(self.transport.send(request))
+        Ok(self.transport.send(request, timeout))
     }
 }
 

@@ -48,7 +48,7 @@ impl LoopState {
         let url = intent.requests.url();
         let ended = policy.clock.now();
         let verdict = classify_result(
-            &policy.rules,
+            &policy.rules(),
             &*policy.clock,
             span,
             &intent.method,

@@ -262,28 +262,28 @@ async fn a_pause_that_overran_the_deadline_ends_the_intent_with_the_previous_res
     assert_eq!(received(&server).await.len(), 1);
 }
 
-/// An observer that takes `started` / `ended` seconds to return.
+/// A write-ahead whose hooks take `started` / `ended` to return.
 struct Slow {
     started: Duration,
     ended: Duration,
     ended_calls: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
-impl reqwest_resilience::IntentObserver for Slow {
-    fn started<'a>(
+impl reqwest_resilience::WriteAhead for Slow {
+    fn before_first_byte<'a>(
         &'a self,
         _: &'a reqwest_resilience::IntentStart<'a>,
-    ) -> reqwest_resilience::ObserverFuture<'a, Result<(), reqwest_resilience::BoxError>> {
+    ) -> reqwest_resilience::WriteAheadFuture<'a, Result<(), reqwest_resilience::BoxError>> {
         Box::pin(async move {
             tokio::time::sleep(self.started).await;
             Ok(())
         })
     }
 
-    fn ended<'a>(
+    fn after_end<'a>(
         &'a self,
         _: &'a reqwest_resilience::IntentEnd<'a>,
-    ) -> reqwest_resilience::ObserverFuture<'a, Result<(), reqwest_resilience::BoxError>> {
+    ) -> reqwest_resilience::WriteAheadFuture<'a, Result<(), reqwest_resilience::BoxError>> {
         self.ended_calls
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         Box::pin(async move {
@@ -310,7 +310,7 @@ fn slow(
 }
 
 #[tokio::test]
-async fn a_slow_observer_start_cannot_make_send_outlive_the_deadline() {
+async fn a_slow_write_ahead_start_cannot_make_send_outlive_the_deadline() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(ResponseTemplate::new(201))
@@ -324,7 +324,7 @@ async fn a_slow_observer_start_cannot_make_send_outlive_the_deadline() {
     let error = client
         .post(server.uri())
         .body("{}")
-        .observer(observer)
+        .write_ahead(observer)
         .send()
         .await
         .unwrap_err();
@@ -346,7 +346,7 @@ async fn a_slow_observer_start_cannot_make_send_outlive_the_deadline() {
 }
 
 #[tokio::test]
-async fn a_slow_observer_end_cannot_make_send_outlive_the_deadline() {
+async fn a_slow_write_ahead_end_cannot_make_send_outlive_the_deadline() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(Scripted::new(vec![
@@ -364,7 +364,7 @@ async fn a_slow_observer_end_cannot_make_send_outlive_the_deadline() {
     let response = client
         .post(server.uri())
         .body("{}")
-        .observer(observer)
+        .write_ahead(observer)
         .send()
         .await
         .unwrap();
@@ -374,6 +374,8 @@ async fn a_slow_observer_end_cannot_make_send_outlive_the_deadline() {
         elapsed >= 400 * MS && elapsed < 400 * MS + 250 * MS,
         "{elapsed:?}"
     );
+    // The write-ahead did not record it: it may resend, and the response says so.
+    assert!(reqwest_resilience::ResponseExt::end_not_recorded(&response));
 
     // A final 400 likewise.
     let (observer, _) = slow(Duration::ZERO, Duration::from_secs(5));
@@ -382,7 +384,7 @@ async fn a_slow_observer_end_cannot_make_send_outlive_the_deadline() {
         .post(server.uri())
         .body("{}")
         .without_idempotency_key()
-        .observer(observer)
+        .write_ahead(observer)
         .send()
         .await
         .unwrap();
@@ -394,7 +396,7 @@ async fn a_slow_observer_end_cannot_make_send_outlive_the_deadline() {
 #[tokio::test]
 async fn an_unheard_end_makes_a_known_give_up_unknown() {
     // Nothing listens here: every attempt is refused, and that proves nothing was
-    // sent — until an observer misses the end.
+    // sent — until the write-ahead misses the end.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/", closed.local_addr().unwrap());
     drop(closed);
@@ -413,7 +415,7 @@ async fn an_unheard_end_makes_a_known_give_up_unknown() {
     let error = client
         .post(&url)
         .body("{}")
-        .observer(observer)
+        .write_ahead(observer)
         .send()
         .await
         .unwrap_err();

@@ -1,4 +1,5 @@
-//! Observers, retry gates and classifier delays, against a real server.
+//! Observers, the write-ahead, retry gates and classifier delays, against a real
+//! server.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -8,15 +9,15 @@ use bytes::Bytes;
 use reqwest_resilience::testing::RetryAfter;
 use reqwest_resilience::{
     AttemptFinished, AttemptOutcome, BoxError, Decision, DelayReason, Gate, GateRefusal, GateScope,
-    GiveUpReason, IntentEnd, IntentObserver, IntentStart, ObserverFuture, RecordingSleeper,
-    ResilientClient, RetryBudget, RetryCause, VirtualClock,
+    GiveUpReason, IntentEnd, IntentObserver, IntentStart, RecordingSleeper, ResilientClient,
+    RetryBudget, RetryCause, VirtualClock, WriteAhead, WriteAheadFuture,
 };
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use crate::support::{client_with, fail_then_ok, header_values, policy, received, single_key, MS};
 
-/// Everything an observer was told, in order.
+/// Everything a recorder was told, as observer and write-ahead, in order.
 #[derive(Default)]
 struct Seen {
     events: Mutex<Vec<String>>,
@@ -24,11 +25,11 @@ struct Seen {
     request_ids: Mutex<Vec<String>>,
 }
 
+#[derive(Clone)]
 struct Recorder {
     seen: Arc<Seen>,
     refuse: bool,
-    needs_bytes: bool,
-    /// Set once `started` has run: the server checks it on arrival.
+    /// Set once `before_first_byte` has run: the server checks it on arrival.
     written_ahead: Arc<AtomicBool>,
 }
 
@@ -37,17 +38,16 @@ impl Recorder {
         Self {
             seen: seen.clone(),
             refuse: false,
-            needs_bytes: false,
             written_ahead: Arc::new(AtomicBool::new(false)),
         }
     }
 }
 
-impl IntentObserver for Recorder {
-    fn started<'a>(
+impl WriteAhead for Recorder {
+    fn before_first_byte<'a>(
         &'a self,
         intent: &'a IntentStart<'a>,
-    ) -> ObserverFuture<'a, Result<(), BoxError>> {
+    ) -> WriteAheadFuture<'a, Result<(), BoxError>> {
         Box::pin(async move {
             let key = intent.key().map(|key| key.as_str().to_owned());
             self.seen.events.lock().unwrap().push(format!(
@@ -64,6 +64,25 @@ impl IntentObserver for Recorder {
         })
     }
 
+    fn after_end<'a>(
+        &'a self,
+        end: &'a IntentEnd<'a>,
+    ) -> WriteAheadFuture<'a, Result<(), BoxError>> {
+        let line = format!(
+            "ended status={:?} gave_up={:?} unknown={} attempts={}",
+            end.status().map(|status| status.as_u16()),
+            end.gave_up(),
+            end.is_outcome_unknown(),
+            end.attempt_log().map_or(0, |log| log.len()),
+        );
+        Box::pin(async move {
+            self.seen.events.lock().unwrap().push(line);
+            Ok(())
+        })
+    }
+}
+
+impl IntentObserver for Recorder {
     fn attempt_finished(&self, attempt: &AttemptFinished<'_>) {
         let outcome = match attempt.record().outcome() {
             AttemptOutcome::Status(status) => status.as_u16().to_string(),
@@ -79,27 +98,6 @@ impl IntentObserver for Recorder {
             .lock()
             .unwrap()
             .push(attempt.record().request_id().as_uuid().to_string());
-    }
-
-    fn ended<'a>(
-        &'a self,
-        end: &'a IntentEnd<'a>,
-    ) -> ObserverFuture<'a, Result<(), reqwest_resilience::BoxError>> {
-        let line = format!(
-            "ended status={:?} gave_up={:?} unknown={} attempts={}",
-            end.status().map(|status| status.as_u16()),
-            end.gave_up(),
-            end.is_outcome_unknown(),
-            end.attempt_log().map_or(0, |log| log.len()),
-        );
-        Box::pin(async move {
-            self.seen.events.lock().unwrap().push(line);
-            Ok(())
-        })
-    }
-
-    fn needs_body_bytes(&self) -> bool {
-        self.needs_bytes
     }
 }
 
@@ -126,7 +124,8 @@ impl Respond for RequiresWriteAhead {
 }
 
 #[tokio::test]
-async fn an_observer_is_told_start_before_the_first_byte_then_each_attempt_then_the_end() {
+async fn the_write_ahead_runs_before_the_first_byte_observers_hear_each_attempt_then_it_hears_the_end(
+) {
     let server = MockServer::start().await;
     let seen = Arc::new(Seen::default());
     let recorder = Recorder::new(&seen);
@@ -141,7 +140,7 @@ async fn an_observer_is_told_start_before_the_first_byte_then_each_attempt_then_
         .expect(3)
         .mount(&server)
         .await;
-    let (client, _) = client_with(|p| p.observer(recorder));
+    let (client, _) = client_with(|p| p.observer(recorder.clone()).write_ahead(recorder));
 
     let response = client
         .post(server.uri())
@@ -177,7 +176,7 @@ async fn an_observer_is_told_start_before_the_first_byte_then_each_attempt_then_
 }
 
 #[tokio::test]
-async fn an_observer_that_refuses_stops_the_intent_before_anything_is_sent() {
+async fn a_write_ahead_that_refuses_stops_the_intent_before_anything_is_sent() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(ResponseTemplate::new(201))
@@ -189,7 +188,7 @@ async fn an_observer_that_refuses_stops_the_intent_before_anything_is_sent() {
         refuse: true,
         ..Recorder::new(&seen)
     };
-    let (client, _) = client_with(|p| p.observer(recorder));
+    let (client, _) = client_with(|p| p.observer(recorder.clone()).write_ahead(recorder));
 
     let error = client.post(server.uri()).send().await.unwrap_err();
 
@@ -201,11 +200,11 @@ async fn an_observer_that_refuses_stops_the_intent_before_anything_is_sent() {
         error.idempotency_key().is_some(),
         "the key is still reported"
     );
-    let source = std::error::Error::source(&error).expect("the observer's error");
+    let source = std::error::Error::source(&error).expect("the write-ahead's error");
     assert_eq!(source.to_string(), "journal unavailable");
     assert!(error.to_string().contains("journal unavailable"), "{error}");
-    // An observer whose `started` ran hears how the intent ended, even when it
-    // refused it (a journal that wrote ahead closes its row).
+    // A write-ahead whose `before_first_byte` ran hears how the intent ended,
+    // even when it refused it (a journal that wrote ahead closes its row).
     assert_eq!(
         *seen.events.lock().unwrap(),
         vec![
@@ -217,7 +216,7 @@ async fn an_observer_that_refuses_stops_the_intent_before_anything_is_sent() {
 }
 
 #[tokio::test]
-async fn a_per_intent_observer_sees_a_give_up_with_the_outcome_unknown() {
+async fn a_per_intent_write_ahead_sees_a_give_up_with_the_outcome_unknown() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(ResponseTemplate::new(502))
@@ -229,7 +228,7 @@ async fn a_per_intent_observer_sees_a_give_up_with_the_outcome_unknown() {
 
     let error = client
         .post(server.uri())
-        .observer(Arc::new(Recorder::new(&seen)))
+        .write_ahead(Arc::new(Recorder::new(&seen)))
         .send()
         .await
         .unwrap_err();
@@ -242,7 +241,7 @@ async fn a_per_intent_observer_sees_a_give_up_with_the_outcome_unknown() {
 }
 
 #[tokio::test]
-async fn a_body_fn_is_made_into_bytes_once_for_an_observer_that_needs_them() {
+async fn a_body_fn_is_made_into_bytes_once_for_the_write_ahead() {
     let server = MockServer::start().await;
     Mock::given(method("PUT"))
         .respond_with(fail_then_ok(503, 1))
@@ -261,10 +260,7 @@ async fn a_body_fn_is_made_into_bytes_once_for_an_observer_that_needs_them() {
             let n = counter.fetch_add(1, Ordering::SeqCst);
             reqwest::Body::from(Bytes::from(format!("report v{n}")))
         })
-        .observer(Arc::new(Recorder {
-            needs_bytes: true,
-            ..Recorder::new(&seen)
-        }))
+        .write_ahead(Arc::new(Recorder::new(&seen)))
         .send()
         .await
         .unwrap();
@@ -493,7 +489,7 @@ impl Gate for Closed {
 }
 
 #[tokio::test]
-async fn a_gate_refusing_the_first_attempt_sends_nothing_and_no_observer_hears_of_it() {
+async fn a_gate_refusing_the_first_attempt_sends_nothing_and_the_write_ahead_never_hears_of_it() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(ResponseTemplate::new(201))
@@ -505,7 +501,7 @@ async fn a_gate_refusing_the_first_attempt_sends_nothing_and_no_observer_hears_o
     let (client, _) = client_with(|p| {
         p.gate(Closed)
             .budget(budget.clone())
-            .observer(Recorder::new(&seen))
+            .write_ahead(Recorder::new(&seen))
     });
     let before = budget.available_at("127.0.0.1", std::time::Instant::now());
 
@@ -532,8 +528,8 @@ async fn a_gate_refusing_the_first_attempt_sends_nothing_and_no_observer_hears_o
         error.idempotency_key().is_some(),
         "the key is still reported"
     );
-    // Asked before any observer: a journal would have written nothing (`started`
-    // and `ended` never ran; only the synchronous end hook, for metrics).
+    // Asked before the write-ahead: a journal would have written nothing (neither
+    // of its hooks ran).
     assert!(seen.events.lock().unwrap().is_empty());
     assert!(received(&server).await.is_empty());
     // The budget, asked after the refusing gate, was never charged.
@@ -543,80 +539,58 @@ async fn a_gate_refusing_the_first_attempt_sends_nothing_and_no_observer_hears_o
     );
 }
 
+/// One write-ahead per intent: the request's replaces the policy's, and only the
+/// one that ran `before_first_byte` hears the end.
 #[tokio::test]
-async fn every_observer_whose_start_ran_hears_the_end_in_every_order() {
-    // (which observers refuse, in order) -> which hear `ended`
-    let table: [(&[bool], &[bool]); 5] = [
-        (&[false, false], &[true, true]),
-        (&[true, false], &[true, false]),
-        (&[false, true], &[true, true]),
-        (&[false, true, false], &[true, true, false]),
-        (&[true, true], &[true, false]),
-    ];
-    for (refuses, hears) in table {
+async fn the_requests_write_ahead_replaces_the_policys() {
+    // (the policy's refuses, the request's refuses) -> the request's is the one
+    let table = [(false, false), (true, false), (false, true), (true, true)];
+    for (policy_refuses, request_refuses) in table {
         let server = MockServer::start().await;
-        let any_refuses = refuses.contains(&true);
         Mock::given(method("POST"))
             .respond_with(ResponseTemplate::new(201))
-            .expect(u64::from(!any_refuses))
+            .expect(u64::from(!request_refuses))
             .mount(&server)
             .await;
-        let seens: Vec<Arc<Seen>> = refuses.iter().map(|_| Arc::new(Seen::default())).collect();
-        let (client, _) = client_with(|p| p);
-        let mut request = client.post(server.uri()).body("{}");
-        for (seen, refuse) in seens.iter().zip(refuses) {
-            request = request.observer(Arc::new(Recorder {
-                refuse: *refuse,
-                ..Recorder::new(seen)
-            }));
-        }
-        let result = request.send().await;
-        assert_eq!(result.is_err(), any_refuses, "{refuses:?}");
-        for ((seen, hears), index) in seens.iter().zip(hears).zip(0..) {
-            let events = seen.events.lock().unwrap();
-            let heard = events.iter().any(|event| event.starts_with("ended"));
-            assert_eq!(
-                heard, *hears,
-                "{refuses:?}: observer {index} saw {events:?}"
-            );
-            if heard && any_refuses {
-                assert!(
-                    events
-                        .last()
-                        .unwrap()
-                        .contains("gave_up=Some(ObserverRefused) unknown=false"),
-                    "{events:?}"
-                );
-            }
-        }
-        if any_refuses {
-            assert!(
-                received(&server).await.is_empty(),
-                "{refuses:?}: nothing was sent"
-            );
-        }
+        let (policys, requests) = (Arc::new(Seen::default()), Arc::new(Seen::default()));
+        let policy_write_ahead = Recorder {
+            refuse: policy_refuses,
+            ..Recorder::new(&policys)
+        };
+        let (client, _) = client_with(|p| p.write_ahead(policy_write_ahead));
+        let result = client
+            .post(server.uri())
+            .body("{}")
+            .write_ahead(Arc::new(Recorder {
+                refuse: request_refuses,
+                ..Recorder::new(&requests)
+            }))
+            .send()
+            .await;
+        let case = (policy_refuses, request_refuses);
+        assert_eq!(result.is_err(), request_refuses, "{case:?}");
+        assert!(policys.events.lock().unwrap().is_empty(), "{case:?}");
+        let events = requests.events.lock().unwrap();
+        assert_eq!(events.len(), 2, "{case:?}: {events:?}");
+        let gave_up = if request_refuses {
+            "status=None gave_up=Some(ObserverRefused)"
+        } else {
+            "status=Some(201) gave_up=None"
+        };
+        assert!(events[1].contains(gave_up), "{case:?}: {events:?}");
     }
 }
 
-/// A synchronous-only observer (a metrics counter) hears every hook but `started`
-/// and `ended`, in order.
+/// An observer (a metrics counter) hears each attempt, each scheduled retry and
+/// the end, in order.
 #[tokio::test]
-async fn a_synchronous_observer_hears_attempts_scheduled_retries_and_the_end() {
+async fn an_observer_hears_attempts_scheduled_retries_and_the_end() {
     #[derive(Default)]
     struct Heard {
         events: Mutex<Vec<String>>,
     }
     struct Counter(Arc<Heard>);
     impl IntentObserver for Counter {
-        fn needs_async_hooks(&self) -> bool {
-            false
-        }
-        fn started<'a>(
-            &'a self,
-            _: &'a IntentStart<'a>,
-        ) -> ObserverFuture<'a, Result<(), BoxError>> {
-            panic!("started is not called for an observer without async hooks")
-        }
         fn attempt_finished(&self, attempt: &AttemptFinished<'_>) {
             self.0.events.lock().unwrap().push(format!(
                 "attempt {} of {}",

@@ -63,11 +63,7 @@ fn parse_args() -> Result<Args, String> {
 /// An observer with no work: what the loop's observer calls cost by themselves.
 struct Empty;
 
-impl IntentObserver for Empty {
-    fn needs_async_hooks(&self) -> bool {
-        false
-    }
-}
+impl IntentObserver for Empty {}
 
 /// `Peer::Resilient`'s client with `observer` attached.
 fn with_observer(observer: impl IntentObserver) -> Arc<Client> {

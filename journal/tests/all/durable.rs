@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use reqwest_resilience::ResponseExt;
 use reqwest_resilience_journal::{
     journal_error, DurableExt, IntentState, Journal, JournalError, JournalStore, SqliteStore,
 };
@@ -508,6 +509,12 @@ async fn a_terminal_write_that_fails_is_tried_again_before_it_is_left_unrecorded
             .await
             .expect("the caller keeps its response either way");
         assert_eq!(response.status(), 201);
+        // The caller can tell that the journal will send it again.
+        assert_eq!(
+            response.end_not_recorded(),
+            !recorded,
+            "{failures} failed writes"
+        );
         let row = journal.get(&key).await.unwrap().unwrap();
         let expected = if recorded {
             IntentState::Succeeded

@@ -1,0 +1,121 @@
+//! The write-ahead: what may stop an intent before its first byte and must then
+//! hear how it ended (a durable journal).
+//!
+//! Watchers ([`IntentObserver`](crate::IntentObserver)) only look: their hooks are
+//! synchronous and cannot stop anything. A write-ahead acts, so its two hooks are
+//! async and awaited on the intent's own task, and the loop keeps two promises by
+//! construction:
+//! - it is always given the body bytes: a `body_fn` body is made into bytes once,
+//!   before [`before_first_byte`](WriteAhead::before_first_byte), and those bytes
+//!   go on every attempt (a stream leaves [`IntentStart::body`] `None`);
+//! - once `before_first_byte` was called, [`after_end`](WriteAhead::after_end) is
+//!   called, whatever happened in between (a refusal included).
+//!
+//! An intent has at most one: a second would write the same intent twice. The
+//! request's own replaces the policy's.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use crate::error::BoxError;
+use crate::observer::{IntentEnd, IntentStart};
+
+/// The future a write-ahead's hooks return.
+pub type WriteAheadFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Writes an intent down before its first byte leaves, and records how it ended.
+/// Attach one to a policy ([`RetryPolicyBuilder::write_ahead`]) or to one request
+/// ([`RequestBuilder::write_ahead`], [`IntentOptions::write_ahead`]).
+///
+/// # The deadline includes the write-ahead
+///
+/// The intent's deadline counts from `send()`: each hook is awaited for at most
+/// the time left, so a slow write (a journal on a locked database) cannot make
+/// `send()` outlive its deadline. A hook still running when the time is up is
+/// dropped (cancelled) and:
+/// - in `before_first_byte`: the intent ends before anything is sent, with
+///   [`GiveUpReason::DeadlineExceeded`](crate::GiveUpReason::DeadlineExceeded) and
+///   the outcome *unknown* — the write may have committed and may be resumed;
+/// - in `after_end`: the caller still gets the intent's result (see below).
+///
+/// An intent without a deadline waits for its write-ahead as long as it takes.
+///
+/// [`RetryPolicyBuilder::write_ahead`]: crate::RetryPolicyBuilder::write_ahead
+/// [`RequestBuilder::write_ahead`]: crate::RequestBuilder::write_ahead
+/// [`IntentOptions::write_ahead`]: crate::IntentOptions::write_ahead
+pub trait WriteAhead: Send + Sync + 'static {
+    /// Once per intent, after its key is decided, after the gates admitted the
+    /// first attempt and before its first byte leaves. An `Err` refuses the
+    /// intent: nothing is sent, and the caller gets an [`Error`](crate::Error)
+    /// that [is observer refused](crate::Error::is_observer_refused), whose
+    /// `source()` is yours — and that is
+    /// [outcome unknown](crate::Error::is_outcome_unknown) when the chain holds a
+    /// [`CommitOutcomeUnknown`](crate::CommitOutcomeUnknown).
+    fn before_first_byte<'a>(
+        &'a self,
+        intent: &'a IntentStart<'a>,
+    ) -> WriteAheadFuture<'a, Result<(), BoxError>>;
+
+    /// Once, when an intent whose `before_first_byte` ran ends with a response
+    /// or an error (its own refusal included), after the watchers' `finished`;
+    /// awaited before the caller gets that result.
+    ///
+    /// An `Err` (or running out of time) says the end was not recorded: an error
+    /// is then marked [outcome unknown](crate::Error::is_outcome_unknown), and a
+    /// response carries [`EndNotRecorded`](crate::EndNotRecorded), because the
+    /// write-ahead may still resend the intent under its key.
+    fn after_end<'a>(
+        &'a self,
+        end: &'a IntentEnd<'a>,
+    ) -> WriteAheadFuture<'a, Result<(), BoxError>>;
+}
+
+/// Why `before_first_byte` stopped the intent.
+pub(crate) enum StartRefused {
+    /// The write-ahead refused, with its reason.
+    Refused(BoxError),
+    /// It was still running when the deadline came.
+    OutOfTime,
+}
+
+/// Awaits `before_first_byte` for at most `limit` (no limit without a deadline).
+pub(crate) async fn before_first_byte(
+    write_ahead: &dyn WriteAhead,
+    intent: &IntentStart<'_>,
+    limit: Option<Duration>,
+) -> Result<(), StartRefused> {
+    match within(limit, write_ahead.before_first_byte(intent)).await {
+        Some(Ok(())) => Ok(()),
+        Some(Err(refusal)) => Err(StartRefused::Refused(refusal)),
+        None => Err(StartRefused::OutOfTime),
+    }
+}
+
+/// Awaits `after_end` for at most `limit`; true when it recorded the end in time.
+pub(crate) async fn after_end(
+    write_ahead: &dyn WriteAhead,
+    end: &IntentEnd<'_>,
+    limit: Option<Duration>,
+) -> bool {
+    match within(limit, write_ahead.after_end(end)).await {
+        Some(Ok(())) => true,
+        Some(Err(error)) => {
+            tracing::warn!(error = %error, "the write-ahead could not record how the intent ended");
+            false
+        }
+        None => {
+            tracing::warn!("the write-ahead's `after_end` outlived the deadline and was cut off");
+            false
+        }
+    }
+}
+
+/// Awaits `hook` for at most `limit` (no limit without a deadline); `None` when the
+/// time ran out and the hook was dropped.
+async fn within<F: Future>(limit: Option<Duration>, hook: F) -> Option<F::Output> {
+    match limit {
+        Some(limit) => tokio::time::timeout(limit, hook).await.ok(),
+        None => Some(hook.await),
+    }
+}
