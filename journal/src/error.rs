@@ -1,6 +1,6 @@
 //! The journal's one error type.
 
-/// A boxed error from a storage driver or an observer: the core crate's one.
+/// A boxed error from a storage driver or a write-ahead: the core crate's one.
 pub use reqwest_resilience::BoxError;
 
 /// What went wrong in the journal.
