@@ -107,6 +107,9 @@
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations, rust_2018_idioms, unreachable_pub)]
 #![forbid(unsafe_code)]
+// docs.rs builds with `--cfg docsrs`: `doc_cfg` badges every `#[cfg(feature)]` item
+// with the feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 // Without a backend only your own `JournalStore` is usable; the row helpers idle.
 #![cfg_attr(
     not(any(feature = "sqlite", feature = "postgres")),

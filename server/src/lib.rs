@@ -66,6 +66,9 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations, rust_2018_idioms, unreachable_pub)]
+// docs.rs builds with `--cfg docsrs`: `doc_cfg` badges every `#[cfg(feature)]` item
+// with the feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod admit;
 mod body;
