@@ -113,6 +113,11 @@ pub(crate) async fn after_end(
 
 /// Awaits `hook` for at most `limit` (no limit without a deadline); `None` when the
 /// time ran out and the hook was dropped.
+///
+/// The limit is the time left on the policy's clock, so a `VirtualClock` decides how
+/// long a hook may take; the wait itself is on the runtime's timer, not the policy's
+/// sleeper: the sleeper paces pauses between attempts, and a recording sleeper returns
+/// at once, which would cut every real write off before it could commit.
 async fn within<F: Future>(limit: Option<Duration>, hook: F) -> Option<F::Output> {
     match limit {
         Some(limit) => tokio::time::timeout(limit, hook).await.ok(),
