@@ -380,3 +380,65 @@ async fn an_end_the_write_ahead_did_not_record_is_marked_on_the_result() {
     assert!(unrecorded.is_observer_refused(), "{unrecorded}");
     assert!(unrecorded.is_outcome_unknown(), "{unrecorded}");
 }
+
+/// Moves the policy's virtual clock when it admits the first attempt: time that
+/// passed before the write-ahead was asked.
+struct SpendsTime(crate::VirtualClock, Duration);
+
+impl Gate for SpendsTime {
+    fn name(&self) -> &str {
+        "spends_time"
+    }
+
+    fn admit(&self, _: &GateScope<'_>) -> Result<(), GateRefusal> {
+        self.0.advance(self.1);
+        Ok(())
+    }
+}
+
+/// A write-ahead that never answers.
+struct NeverAnswers;
+
+impl WriteAhead for NeverAnswers {
+    fn before_first_byte<'a>(
+        &'a self,
+        _: &'a IntentStart<'a>,
+    ) -> WriteAheadFuture<'a, Result<(), BoxError>> {
+        Box::pin(std::future::pending())
+    }
+
+    fn after_end<'a>(&'a self, _: &'a IntentEnd<'a>) -> WriteAheadFuture<'a, Result<(), BoxError>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+}
+
+/// The write-ahead gets the time left on the policy's clock: with 29.9 s of a 30 s
+/// deadline gone on the virtual clock, a write-ahead that never answers is cut off
+/// after the remaining 100 ms, not after 30 s, and nothing is sent.
+#[tokio::test]
+async fn the_write_ahead_is_bounded_by_the_time_left_on_the_policys_clock() {
+    let clock = crate::VirtualClock::new();
+    let transport = Scripted::new([]);
+    let policy = RetryPolicy::builder()
+        .clock(clock.clone())
+        .gate(SpendsTime(clock, Duration::from_millis(29_900)));
+    let mut intent = intent(transport.clone(), policy);
+    intent.request = {
+        let mut request = intent.request;
+        *request.body_mut() = Some(reqwest::Body::from("amount=500"));
+        request
+    };
+    intent.write_ahead = Some(Arc::new(NeverAnswers));
+    let started = std::time::Instant::now();
+    let error = start(Ok(intent)).await.unwrap_err();
+    assert!(error.is_deadline_exceeded(), "{error}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        transport.sent.lock().unwrap().is_empty(),
+        "nothing was sent"
+    );
+}
