@@ -22,6 +22,11 @@ const INTENTS_PER_KILL: u64 = 40;
 /// A kill lands this long (drawn) after the server came up: within the first
 /// few sends, or while they are in its transactions.
 const KILL_AFTER_MS: std::ops::RangeInclusive<u64> = 2..=40;
+/// Runs before the journal abandons an intent. Nearly half the proxy's
+/// connections fail and the retry budget soon allows one attempt per run, so
+/// the default (10) would abandon about one intent in 3,000 that a real network
+/// lets through.
+const MAX_RUNS: u32 = 100;
 /// The resume after the run: bounded in passes and time.
 const RESUME_PASSES: usize = 600;
 const RESUME_TIME: Duration = Duration::from_secs(60);
@@ -55,6 +60,7 @@ pub async fn crash_run(plan: Plan) -> Outcome {
     .unknown_retry_after(Duration::from_millis(50))
     .resume_lease(Duration::from_secs(10))
     .lease_margin(Duration::from_secs(1))
+    .max_runs(MAX_RUNS)
     .build()
     .expect("a valid journal");
 
@@ -231,6 +237,7 @@ async fn read_journal(journal: &Journal) -> Vec<Intent> {
                 amount,
                 state: record.state,
                 status: record.status,
+                detail: record.detail,
             });
         }
     }

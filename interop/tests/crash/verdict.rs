@@ -17,6 +17,8 @@ pub struct Intent {
     pub amount: i64,
     pub state: IntentState,
     pub status: Option<u16>,
+    /// Why it failed, is unknown or was abandoned (the journal's words).
+    pub detail: Option<String>,
 }
 
 /// An answer a client received whole.
@@ -91,13 +93,14 @@ pub fn problems(
                 .push(format!("{}: succeeded, no payment", intent.key)),
             (IntentState::Failed, []) => {}
             (IntentState::Failed, [_, ..]) => found.lost_effects.push(format!(
-                "{}: failed (status {:?}), yet paid",
-                intent.key, intent.status
+                "{}: failed (status {:?}, {:?}), yet paid",
+                intent.key, intent.status, intent.detail
             )),
             (IntentState::Succeeded, _) => {}
-            (state, _) => found
-                .unconverged
-                .push(format!("{}: ended {state}", intent.key)),
+            (state, _) => found.unconverged.push(format!(
+                "{}: ended {state} ({:?})",
+                intent.key, intent.detail
+            )),
         }
     }
     for (amount, ids) in payments {
@@ -172,6 +175,18 @@ impl fmt::Display for Outcome {
             self.replays.iter().filter(|r| r.replay).count(),
             self.replays.len()
         )?;
+        let mut why_not: BTreeMap<String, usize> = BTreeMap::new();
+        for intent in self
+            .intents
+            .iter()
+            .filter(|i| i.state != IntentState::Succeeded)
+        {
+            let why = format!("{} {:?}: {:?}", intent.state, intent.status, intent.detail);
+            *why_not.entry(why).or_default() += 1;
+        }
+        for (why, n) in &why_not {
+            writeln!(f, "not succeeded ({n}): {why}")?;
+        }
         writeln!(f, "proxy: {}", self.faults)?;
         write!(
             f,
@@ -195,6 +210,7 @@ mod table {
             amount,
             state,
             status: None,
+            detail: None,
         }
     }
 
