@@ -51,6 +51,10 @@ pub struct FaultCounts {
     pub answers_lost: AtomicU64,
     pub reset_after_answer: AtomicU64,
     pub reset_before_forward: AtomicU64,
+    /// Faulted connections whose server died (or hung) before it answered.
+    pub cut_by_a_crash: AtomicU64,
+    /// Connections made while the server was down.
+    pub refused: AtomicU64,
 }
 
 pub struct FaultProxy {
@@ -113,6 +117,7 @@ async fn serve(mut client: TcpStream, to: SocketAddr, fault: Fault, counts: Arc<
     }
     // A dead server: the client's connection is closed, as a crash closes it.
     let Ok(mut server) = TcpStream::connect(to).await else {
+        counts.refused.fetch_add(1, Ordering::SeqCst);
         return;
     };
     if fault == Fault::Forward {
@@ -122,6 +127,7 @@ async fn serve(mut client: TcpStream, to: SocketAddr, fault: Fault, counts: Arc<
     }
     if !request_answered(&mut client, &mut server).await {
         // The server died before answering: the client sees the crash as it is.
+        counts.cut_by_a_crash.fetch_add(1, Ordering::SeqCst);
         return;
     }
     if fault == Fault::ResetAfterAnswer {
@@ -168,11 +174,14 @@ impl FaultCounts {
     /// One line for the run's report.
     pub fn summary(&self) -> String {
         format!(
-            "forwarded {}, answers lost {}, reset after the answer {}, reset before forwarding {}",
+            "forwarded {}, answers lost {}, reset after the answer {}, reset before forwarding {}, \
+             cut by a crash before the answer {}, server down {}",
             self.forwarded.load(Ordering::SeqCst),
             self.answers_lost.load(Ordering::SeqCst),
             self.reset_after_answer.load(Ordering::SeqCst),
             self.reset_before_forward.load(Ordering::SeqCst),
+            self.cut_by_a_crash.load(Ordering::SeqCst),
+            self.refused.load(Ordering::SeqCst),
         )
     }
 }
