@@ -64,54 +64,26 @@ pub async fn crash_run(plan: Plan) -> Outcome {
     .build()
     .expect("a valid journal");
 
-    let killing = Arc::new(AtomicBool::new(true));
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let send_errors = Arc::new(AtomicU64::new(0));
-    let next = Arc::new(AtomicU64::new(0));
-    let max_intents = 100 + plan.kills * INTENTS_PER_KILL;
-    let mut senders = tokio::task::JoinSet::new();
+    let senders = Senders {
+        client: client.clone(),
+        journal: journal.clone(),
+        url: url.clone(),
+        seed: plan.seed,
+        max_intents: 100 + plan.kills * INTENTS_PER_KILL,
+        killing: Arc::new(AtomicBool::new(true)),
+        next: Arc::new(AtomicU64::new(0)),
+        seen: Arc::new(Mutex::new(Vec::new())),
+        send_errors: Arc::new(AtomicU64::new(0)),
+    };
+    let mut sending = tokio::task::JoinSet::new();
     for _ in 0..SENDERS {
-        let (client, journal, url) = (client.clone(), journal.clone(), url.clone());
-        let (killing, seen, send_errors, next) = (
-            killing.clone(),
-            seen.clone(),
-            send_errors.clone(),
-            next.clone(),
-        );
-        senders.spawn(async move {
-            while killing.load(Ordering::SeqCst) {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                if i >= max_intents {
-                    break;
-                }
-                let amount = i64::try_from(i).expect("small") + 1;
-                let key = format!("crash-{}-{i}", plan.seed);
-                let sent = client
-                    .post(&url)
-                    .idempotency_key(&key)
-                    .header("x-account", ACCOUNT)
-                    .body(amount.to_string())
-                    .durable(&journal)
-                    .send()
-                    .await;
-                match read(sent).await {
-                    Some((status, body)) => seen.lock().unwrap().push(Seen {
-                        key,
-                        status,
-                        body,
-                        replay: false,
-                    }),
-                    None => {
-                        send_errors.fetch_add(1, Ordering::SeqCst);
-                    }
-                }
-            }
-        });
+        sending.spawn(senders.clone().send_until_the_kills_end());
     }
 
     let killer = {
         let (proxy, db) = (proxy.clone(), db.clone());
         tokio::task::spawn_blocking(move || {
+            // "kill" in ASCII: the killer's draws are not the proxy's.
             let mut rng = StdRng::seed_from_u64(plan.seed ^ 0x6b69_6c6c);
             let mut server = first;
             for _ in 0..plan.kills {
@@ -124,8 +96,8 @@ pub async fn crash_run(plan: Plan) -> Outcome {
         })
     };
     let last = killer.await.expect("the killer thread");
-    killing.store(false, Ordering::SeqCst);
-    while let Some(done) = senders.join_next().await {
+    senders.killing.store(false, Ordering::SeqCst);
+    while let Some(done) = sending.join_next().await {
         done.expect("a sender task");
     }
     let killed_at = started.elapsed();
@@ -133,13 +105,84 @@ pub async fn crash_run(plan: Plan) -> Outcome {
     let (resume_passes, open_after_resume) = resume_all(&journal, &client).await;
     let intents = read_journal(&journal).await;
 
-    // Every intent the journal holds as succeeded, asked once more with its key
-    // and body: the server must replay the same payment.
     proxy.set_faults(false);
+    let replays = replay_succeeded(&client, &url, &intents).await;
+    drop(last);
+    let seen = std::mem::take(&mut *senders.seen.lock().unwrap());
+
+    Outcome {
+        kills: plan.kills,
+        seed: plan.seed,
+        intents,
+        payments: ledger::payments_by_amount(&db),
+        seen,
+        replays,
+        send_errors: senders.send_errors.load(Ordering::SeqCst),
+        resume_passes,
+        open_after_resume,
+        faults: proxy.counts.summary(),
+        killed_in: killed_at,
+        took: started.elapsed(),
+    }
+}
+
+/// What the senders share: a counter handing out intents, and what they saw.
+#[derive(Clone)]
+struct Senders {
+    client: ResilientClient,
+    journal: Journal,
+    url: String,
+    seed: u64,
+    max_intents: u64,
+    /// Cleared when the last kill is done: no new intents after it.
+    killing: Arc<AtomicBool>,
+    next: Arc<AtomicU64>,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    send_errors: Arc<AtomicU64>,
+}
+
+impl Senders {
+    /// New intents, one at a time, each with its own key and amount, sent
+    /// durably, until the kills end (or the bound on intents is reached).
+    async fn send_until_the_kills_end(self) {
+        while self.killing.load(Ordering::SeqCst) {
+            let i = self.next.fetch_add(1, Ordering::SeqCst);
+            if i >= self.max_intents {
+                break;
+            }
+            let amount = i64::try_from(i).expect("bounded by max_intents") + 1;
+            let key = format!("crash-{}-{i}", self.seed);
+            let sent = self
+                .client
+                .post(&self.url)
+                .idempotency_key(&key)
+                .header("x-account", ACCOUNT)
+                .body(amount.to_string())
+                .durable(&self.journal)
+                .send()
+                .await;
+            match read(sent).await {
+                Some((status, body)) => self.seen.lock().unwrap().push(Seen {
+                    key,
+                    status,
+                    body,
+                    replay: false,
+                }),
+                None => {
+                    self.send_errors.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        }
+    }
+}
+
+/// Every intent the journal holds as succeeded, sent once more with its key
+/// and body: the server must replay the same payment.
+async fn replay_succeeded(client: &ResilientClient, url: &str, intents: &[Intent]) -> Vec<Seen> {
     let mut replays = Vec::new();
     for intent in intents.iter().filter(|i| i.state == IntentState::Succeeded) {
         let sent = client
-            .post(&url)
+            .post(url)
             .idempotency_key(&intent.key)
             .header("x-account", ACCOUNT)
             .body(intent.amount.to_string())
@@ -159,23 +202,7 @@ pub async fn crash_run(plan: Plan) -> Outcome {
             });
         }
     }
-    drop(last);
-    let seen = std::mem::take(&mut *seen.lock().unwrap());
-
-    Outcome {
-        kills: plan.kills,
-        seed: plan.seed,
-        intents,
-        payments: ledger::payments_by_amount(&db),
-        seen,
-        replays,
-        send_errors: send_errors.load(Ordering::SeqCst),
-        resume_passes,
-        open_after_resume,
-        faults: proxy.counts.summary(),
-        killed_in: killed_at,
-        took: started.elapsed(),
-    }
+    replays
 }
 
 /// The client the senders and the resumer share: no idle connections (so every
