@@ -124,38 +124,21 @@ async fn throughput(
     length: Duration,
     next_key: &Arc<AtomicUsize>,
 ) -> f64 {
-    let stop = Arc::new(AtomicBool::new(false));
-    let done = Arc::new(AtomicUsize::new(0));
     let body = Bytes::from(vec![b'x'; HTTP_BODY]);
-    let tasks: Vec<_> = (0..P11_TASKS)
-        .map(|_| {
-            let (client, url, body) = (client.clone(), url.to_owned(), body.clone());
-            let (stop, done, next_key) = (stop.clone(), done.clone(), next_key.clone());
-            tokio::spawn(async move {
-                while !stop.load(Ordering::Relaxed) {
-                    let key = next_key.fetch_add(1, Ordering::Relaxed);
-                    let response = client
-                        .post(&url)
-                        .header("idempotency-key", format!("p11-http-{key}"))
-                        .header("content-type", "application/json")
-                        .body(body.clone())
-                        .send()
-                        .await
-                        .expect("P11 request");
-                    assert_eq!(response.status(), 200, "P11 over HTTP");
-                    response.bytes().await.expect("P11 body");
-                    done.fetch_add(1, Ordering::Relaxed);
-                }
-            })
-        })
-        .collect();
-    let start = Instant::now();
-    tokio::time::sleep(length).await;
-    stop.store(true, Ordering::Relaxed);
-    for task in tasks {
-        task.await.expect("P11 task");
-    }
-    done.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64()
+    let (client, url) = (client.clone(), url.to_owned());
+    rate(length, next_key, move |key| {
+        let request = client
+            .post(&url)
+            .header("idempotency-key", format!("p11-http-{key}"))
+            .header("content-type", "application/json")
+            .body(body.clone());
+        async move {
+            let response = request.send().await.expect("P11 request");
+            assert_eq!(response.status(), 200, "P11 over HTTP");
+            response.bytes().await.expect("P11 body");
+        }
+    })
+    .await
 }
 
 /// Runs P11 and adds its section (and its targets) to `report`.
@@ -448,8 +431,8 @@ impl RawPostgres {
     }
 }
 
-/// Rows/s from 32 tasks for `length`.
-async fn raw_rate<F, Fut>(length: Duration, next_key: &Arc<AtomicUsize>, row: F) -> f64
+/// Operations/s from 32 tasks for `length`, each running `one` with a new key.
+async fn rate<F, Fut>(length: Duration, next_key: &Arc<AtomicUsize>, one: F) -> f64
 where
     F: Fn(usize) -> Fut + Clone + Send + 'static,
     Fut: std::future::Future<Output = ()> + Send,
@@ -458,11 +441,11 @@ where
     let done = Arc::new(AtomicUsize::new(0));
     let tasks: Vec<_> = (0..P11_TASKS)
         .map(|_| {
-            let (row, stop, done, next_key) =
-                (row.clone(), stop.clone(), done.clone(), next_key.clone());
+            let (one, stop, done, next_key) =
+                (one.clone(), stop.clone(), done.clone(), next_key.clone());
             tokio::spawn(async move {
                 while !stop.load(Ordering::Relaxed) {
-                    row(next_key.fetch_add(1, Ordering::Relaxed)).await;
+                    one(next_key.fetch_add(1, Ordering::Relaxed)).await;
                     done.fetch_add(1, Ordering::Relaxed);
                 }
             })
@@ -472,7 +455,7 @@ where
     tokio::time::sleep(length).await;
     stop.store(true, Ordering::Relaxed);
     for task in tasks {
-        task.await.expect("P11 raw task");
+        task.await.expect("P11 task");
     }
     done.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64()
 }
@@ -488,11 +471,11 @@ where
     let (mut raw, mut layered) = (vec![], vec![]);
     for round in 0..plan.p11_db_rounds {
         if round % 2 == 0 {
-            raw.push(raw_rate(plan.p11_round, &next_key, row.clone()).await);
+            raw.push(rate(plan.p11_round, &next_key, row.clone()).await);
             layered.push(throughput(&client, url, plan.p11_round, &next_key).await);
         } else {
             layered.push(throughput(&client, url, plan.p11_round, &next_key).await);
-            raw.push(raw_rate(plan.p11_round, &next_key, row.clone()).await);
+            raw.push(rate(plan.p11_round, &next_key, row.clone()).await);
         }
     }
     let ratios = per_round_ratios(&layered, &raw);
