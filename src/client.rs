@@ -23,7 +23,9 @@ use crate::failure;
 use crate::intent::{self, BodyFactory, Intent};
 use crate::observer::IntentObserver;
 use crate::options::IntentOptions;
+use crate::outgoing;
 use crate::policy::RetryPolicy;
+use crate::prepared::PreparedIntent;
 use crate::transport::{self, Transport, TransportError};
 use crate::write_ahead::WriteAhead;
 
@@ -473,6 +475,45 @@ impl RequestBuilder {
     pub fn write_ahead(mut self, write_ahead: Arc<dyn WriteAhead>) -> Self {
         self.options = self.options.write_ahead(write_ahead);
         self
+    }
+
+    /// Decides the intent as [`send`](Self::send) would — its idempotency key
+    /// (the caller's, or generated now), the key header, the deadline, the body
+    /// bytes (a [`body_fn`](Self::body_fn) body is made once) — and sends
+    /// nothing. For writing an intent down to send later: an outbox row written
+    /// in the caller's own database transaction.
+    ///
+    /// # Errors
+    /// The errors `send()` returns before anything is sent: an invalid request,
+    /// key or policy, or a zero deadline.
+    pub fn prepare(self) -> Result<PreparedIntent, Error> {
+        let RequestBuilder {
+            policy,
+            inner,
+            mut options,
+            mut body_factory,
+            invalid_policy,
+            ..
+        } = self;
+        let mut request = inner.build().map_err(Error::invalid_request)?;
+        if let Some(error) = invalid_policy {
+            return Err(Error::invalid_policy(Box::new(error)));
+        }
+        let policy = options.take_policy(&policy);
+        let resolved = options.resolve(&policy, &request)?;
+        if let Some(key) = &resolved.key {
+            let value = key
+                .header_value(policy.settings.key_format)
+                .map_err(Error::invalid_key)?;
+            outgoing::put_key(&mut request, &policy.key_header, value);
+        }
+        intent::body_into_bytes(&mut request, &mut body_factory);
+        PreparedIntent::new(
+            resolved.key,
+            policy.key_header.clone(),
+            request,
+            resolved.deadline,
+        )
     }
 
     /// Sends the intent.

@@ -187,6 +187,7 @@ mod observer;
 mod options;
 mod outgoing;
 mod policy;
+mod prepared;
 mod ratio;
 mod retry_after;
 mod sleeper;
@@ -226,6 +227,7 @@ pub use ids::RequestId;
 pub use observer::{AttemptFinished, IntentEnd, IntentObserver, IntentStart, RetryScheduled};
 pub use options::IntentOptions;
 pub use policy::{BuildError, RetryPolicy, RetryPolicyBuilder};
+pub use prepared::PreparedIntent;
 pub use retry_after::{
     parse_retry_after, parse_retry_after_bytes, retry_after_of, RETRY_AFTER_SATURATION,
 };

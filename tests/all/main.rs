@@ -18,6 +18,7 @@ mod gates;
 mod keys;
 mod middleware;
 mod per_request;
+mod prepare;
 mod retry_after;
 mod server_hints;
 mod tracing_spans;
