@@ -44,6 +44,11 @@ impl DurableOptions {
         self.retention = Some(retention);
         self
     }
+
+    /// This intent's key retention, or the journal's.
+    pub(crate) fn retention_or(&self, journal_default: Duration) -> Duration {
+        self.retention.unwrap_or(journal_default)
+    }
 }
 
 /// Makes a [`RequestBuilder`] durable: `client.post(url).json(&b).durable(&journal).send()`.
@@ -86,7 +91,7 @@ impl DurableExt for RequestBuilder {
 
     fn durable_with(self, journal: &Journal, options: DurableOptions) -> Self {
         self.write_ahead(Arc::new(DurableWriteAhead {
-            retention: options.retention.unwrap_or(journal.settings().retention),
+            retention: options.retention_or(journal.settings().retention),
             journal: journal.clone(),
             lease: Mutex::new(None),
         }))
@@ -111,7 +116,7 @@ impl WriteAhead for DurableWriteAhead {
         intent: &'a IntentStart<'a>,
     ) -> WriteAheadFuture<'a, Result<(), CoreBoxError>> {
         Box::pin(async move {
-            let new = self.new_intent(intent)?;
+            let new = new_intent(&self.journal, self.retention, intent)?;
             let lease_for = self.journal.lease_for(new.deadline);
             let written = self
                 .journal
@@ -151,41 +156,47 @@ impl WriteAhead for DurableWriteAhead {
     }
 }
 
-impl DurableWriteAhead {
-    fn new_intent(&self, intent: &IntentStart<'_>) -> Result<NewIntent, JournalError> {
-        let body = match intent.body() {
-            Some(bytes) => bytes,
-            None if intent.has_body() => return Err(JournalError::BodyNotInMemory),
-            None => &[],
-        };
-        let method = intent.method().clone();
-        let (key, key_on_wire) = match intent.key() {
-            Some(key) => (key.as_str().to_owned(), true),
-            None if is_idempotent_method(&method) => {
-                (format!("local-{}", uuid::Uuid::new_v4()), false)
-            }
-            None => {
-                return Err(JournalError::KeyRequired {
-                    method: method.to_string(),
-                })
-            }
-        };
-        let key_header = intent.key_header().filter(|_| key_on_wire);
-        Ok(NewIntent {
-            headers: defining_headers(
-                intent.headers(),
-                &self.journal.settings().excluded_headers,
-                key_header,
-            ),
-            url: without_userinfo(intent.url()),
-            body: body.to_vec(),
-            deadline: intent.deadline(),
-            retention: self.retention,
-            key,
-            key_on_wire,
-            method,
-        })
-    }
+/// The record a durable send writes ahead, and an outbox enqueues: credentials
+/// and the key header left out, the body as exact bytes.
+///
+/// # Errors
+/// [`JournalError::BodyNotInMemory`] for a streamed body,
+/// [`JournalError::KeyRequired`] for a POST or PATCH without a key.
+pub(crate) fn new_intent(
+    journal: &Journal,
+    retention: Duration,
+    intent: &IntentStart<'_>,
+) -> Result<NewIntent, JournalError> {
+    let body = match intent.body() {
+        Some(bytes) => bytes,
+        None if intent.has_body() => return Err(JournalError::BodyNotInMemory),
+        None => &[],
+    };
+    let method = intent.method().clone();
+    let (key, key_on_wire) = match intent.key() {
+        Some(key) => (key.as_str().to_owned(), true),
+        None if is_idempotent_method(&method) => (format!("local-{}", uuid::Uuid::new_v4()), false),
+        None => {
+            return Err(JournalError::KeyRequired {
+                method: method.to_string(),
+            })
+        }
+    };
+    let key_header = intent.key_header().filter(|_| key_on_wire);
+    Ok(NewIntent {
+        headers: defining_headers(
+            intent.headers(),
+            &journal.settings().excluded_headers,
+            key_header,
+        ),
+        url: without_userinfo(intent.url()),
+        body: body.to_vec(),
+        deadline: intent.deadline(),
+        retention,
+        key,
+        key_on_wire,
+        method,
+    })
 }
 
 /// The URL without `user:password@` (credentials, like `Authorization`, are

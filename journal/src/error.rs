@@ -38,6 +38,11 @@ pub enum JournalError {
     /// `body_fn` that yields bytes); a stream cannot be journaled.
     #[error("a durable intent needs an in-memory body; a streamed body cannot be journaled")]
     BodyNotInMemory,
+    /// A request for an outbox that `send()` would refuse before sending it:
+    /// an invalid URL, idempotency key or policy, or a zero deadline (the core
+    /// crate's error is the source).
+    #[error("the request cannot be enqueued: {0}")]
+    InvalidRequest(#[source] Box<reqwest_resilience::Error>),
     /// A POST or PATCH sent durably without an idempotency key could never be
     /// resumed safely.
     #[error("a durable {method} needs an idempotency key (do not call without_idempotency_key)")]

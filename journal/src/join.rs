@@ -46,7 +46,7 @@ pub(crate) fn step(existing: &IntentRecord, new: &NewIntent, now: SystemTime) ->
         _ if existing.retention_end <= now => {
             Step::Refuse("the server's retention of the key has ended")
         }
-        IntentState::InFlight | IntentState::Unknown => Step::TakeOverOrWait,
+        IntentState::Queued | IntentState::InFlight | IntentState::Unknown => Step::TakeOverOrWait,
         IntentState::Succeeded | IntentState::Failed => Step::SendUnjournaled,
     }
 }
@@ -143,9 +143,11 @@ mod tests {
         let new = new_intent();
         let later = now + Duration::from_secs(3600);
         let earlier = now - Duration::from_secs(1);
-        let table: [(IntentState, SystemTime, bool, Step); 8] = [
+        let table: [(IntentState, SystemTime, bool, Step); 9] = [
             (IntentState::InFlight, later, true, Step::TakeOverOrWait),
             (IntentState::Unknown, later, true, Step::TakeOverOrWait),
+            // Enqueued in an outbox and not sent yet: the send takes it over.
+            (IntentState::Queued, later, true, Step::TakeOverOrWait),
             (IntentState::Succeeded, later, true, Step::SendUnjournaled),
             (IntentState::Failed, later, true, Step::SendUnjournaled),
             (

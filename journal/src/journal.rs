@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::HeaderName;
+use tokio::sync::Notify;
 
 use crate::backlog::Backlog;
 use crate::error::JournalError;
@@ -53,6 +54,8 @@ pub(crate) struct Settings {
     pub(crate) unknown_retry_after: Duration,
     pub(crate) max_runs: i64,
     pub(crate) excluded_headers: Vec<HeaderName>,
+    /// Wakes this journal's relays (its resumers' background loops) at once.
+    pub(crate) relay_wake: Arc<Notify>,
 }
 
 impl std::fmt::Debug for Journal {
@@ -85,6 +88,7 @@ impl Journal {
                 unknown_retry_after: Duration::from_secs(30),
                 max_runs: 10,
                 excluded_headers: Vec::new(),
+                relay_wake: Arc::new(Notify::new()),
             },
         }
     }
@@ -182,6 +186,19 @@ impl Journal {
             .store
             .prune(Duration::from_secs(u64::from(days) * 86_400))
             .await
+    }
+
+    /// Wakes the relays after an outbox enqueue committed: this journal's
+    /// background resumers at once, and — PostgreSQL — every relay listening
+    /// on the database (`NOTIFY`, sent outside your transaction). Without it
+    /// the relays find the intent at their next poll. Best effort: a failed
+    /// `NOTIFY` is logged, not returned, since the intent is committed and
+    /// will be sent either way.
+    pub async fn wake_relays(&self) {
+        self.inner.relay_wake.notify_one();
+        if let Err(error) = self.inner.store.announce().await {
+            tracing::warn!(%error, "journal: relays not woken; they find the intent at their next poll");
+        }
     }
 
     /// The lease a run needs: its deadline plus the margin, so no other worker

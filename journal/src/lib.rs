@@ -124,6 +124,7 @@ mod join;
 mod journal;
 mod listing;
 mod migrations;
+mod outbox;
 mod record;
 mod resume;
 mod row;
@@ -150,10 +151,11 @@ pub use error::{BoxError, JournalError};
 pub use headers::ALWAYS_EXCLUDED;
 pub use journal::{Journal, JournalBuilder};
 pub use listing::{ListCursor, ListPage};
+pub use outbox::{Dialect, OutboxIntent, OutboxStatement, OutboxValue};
 pub use record::{Claimed, IntentRecord, Lease, NewIntent, Outcome, DEFAULT_RETENTION};
 pub use resume::{ResumeHandle, ResumeReport, ResumeResult, Resumer};
 pub use state::{IntentState, UnknownState};
-pub use store::{JournalStore, StoreFuture};
+pub use store::{JournalStore, Listening, StoreFuture};
 pub use worker::Worker;
 
 #[cfg(feature = "postgres")]

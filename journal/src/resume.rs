@@ -345,11 +345,16 @@ impl Resumer {
     }
 
     /// Runs passes in the background until stopped: back to back while
-    /// intents are due, else at the next due time or after `interval`,
-    /// whichever comes first.
+    /// intents are due, else at the next due time, when woken
+    /// ([`Journal::wake_relays`], here or — PostgreSQL — in another process),
+    /// or after `interval`, whichever comes first. As an outbox relay,
+    /// `interval` bounds how late an enqueue nobody woke it for is sent.
     pub fn spawn(self, interval: Duration) -> ResumeHandle {
         let (stop, mut stopped) = watch::channel(false);
         let task = tokio::spawn(async move {
+            let wake = Arc::clone(&self.journal.settings().relay_wake);
+            // Other processes' outbox commits wake this loop too, where the store can tell.
+            let _listening = self.journal.store().listen(Arc::clone(&wake));
             let mut total = ResumeReport::default();
             while !*stopped.borrow() {
                 let pause = match self.run_once().await {
@@ -365,6 +370,7 @@ impl Resumer {
                 if !pause.is_zero() {
                     tokio::select! {
                         _ = tokio::time::sleep(pause) => {}
+                        _ = wake.notified() => {}
                         _ = stopped.changed() => {}
                     }
                 }

@@ -7,6 +7,9 @@ use std::str::FromStr;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum IntentState {
+    /// Written by an outbox enqueue in the caller's own transaction and never
+    /// sent yet: due for a relay (a resumer) to claim and send.
+    Queued,
     /// Owned by one worker under a lease: being sent now (or its worker died, and
     /// the lease will expire).
     InFlight,
@@ -26,7 +29,8 @@ pub enum IntentState {
 
 impl IntentState {
     /// Every state, in the order of the state machine.
-    pub const ALL: [IntentState; 5] = [
+    pub const ALL: [IntentState; 6] = [
+        Self::Queued,
         Self::InFlight,
         Self::Succeeded,
         Self::Failed,
@@ -37,6 +41,7 @@ impl IntentState {
     /// The name stored in the journal (`in_flight`, `succeeded`, …).
     pub fn as_str(&self) -> &'static str {
         match self {
+            Self::Queued => "queued",
             Self::InFlight => "in_flight",
             Self::Succeeded => "succeeded",
             Self::Failed => "failed",
@@ -86,11 +91,18 @@ mod tests {
     }
 
     #[test]
-    fn only_unknown_and_in_flight_are_open() {
+    fn only_queued_in_flight_and_unknown_are_open() {
         let open: Vec<_> = IntentState::ALL
             .into_iter()
             .filter(|s| !s.is_terminal())
             .collect();
-        assert_eq!(open, [IntentState::InFlight, IntentState::Unknown]);
+        assert_eq!(
+            open,
+            [
+                IntentState::Queued,
+                IntentState::InFlight,
+                IntentState::Unknown
+            ]
+        );
     }
 }

@@ -2,7 +2,10 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
+
+use tokio::sync::Notify;
 
 use crate::backlog::Backlog;
 use crate::error::JournalError;
@@ -101,4 +104,40 @@ pub trait JournalStore: Send + Sync + 'static {
     /// Deletes terminal intents last changed more than `older_than` ago; returns
     /// how many.
     fn prune<'a>(&'a self, older_than: Duration) -> StoreFuture<'a, u64>;
+
+    /// Tells the relays of other processes that an intent may be due now (an
+    /// outbox enqueue committed). The default does nothing: they find it at
+    /// their next poll.
+    ///
+    /// # Errors
+    /// [`JournalError::Storage`] or [`JournalError::Timeout`].
+    fn announce(&self) -> StoreFuture<'_, ()> {
+        Box::pin(async { Ok(()) })
+    }
+
+    /// Wakes `wake` whenever another process [announces](Self::announce),
+    /// until the returned guard is dropped. The default returns `None`: this
+    /// store cannot listen, and relays rely on their poll.
+    fn listen(&self, wake: Arc<Notify>) -> Option<Listening> {
+        let _ = wake;
+        None
+    }
+}
+
+/// Keeps a store's [`listen`](JournalStore::listen) task running; dropping it
+/// stops the task.
+#[derive(Debug)]
+pub struct Listening(tokio::task::AbortHandle);
+
+impl Listening {
+    /// Guards `task`: it is aborted when this is dropped.
+    pub fn new(task: tokio::task::AbortHandle) -> Self {
+        Self(task)
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }

@@ -84,7 +84,10 @@ impl<T: Transport> Intent<T> {
 /// Calls a `body_fn` factory once and, when it yields bytes, sends those same
 /// bytes on every attempt (a write-ahead that writes them down must see what
 /// goes on the wire).
-pub(crate) fn body_into_bytes(request: &mut reqwest::Request, body_factory: &mut Option<BodyFactory>) {
+pub(crate) fn body_into_bytes(
+    request: &mut reqwest::Request,
+    body_factory: &mut Option<BodyFactory>,
+) {
     if let Some(factory) = body_factory {
         let body = factory();
         if body.as_bytes().is_some() {

@@ -6,6 +6,6 @@ use idempotency_storage::postgres::DriverError;
 use crate::error::JournalError;
 
 /// A failed PostgreSQL call as [`JournalError::Storage`].
-pub(super) fn driver(error: tokio_postgres::Error) -> JournalError {
+pub(crate) fn driver(error: tokio_postgres::Error) -> JournalError {
     JournalError::Storage(Box::new(DriverError::new(error)))
 }

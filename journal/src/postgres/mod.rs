@@ -16,6 +16,7 @@
 
 mod connection;
 mod driver;
+mod listen;
 mod migrate;
 #[cfg(all(test, feature = "test-util"))]
 mod plan_tests;
@@ -24,8 +25,10 @@ mod queries;
 mod write_ahead;
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::Notify;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, Config, Row};
 
@@ -38,11 +41,11 @@ use crate::record::{
 };
 use crate::row::{count, read_row, sql_limit, RawRow};
 use crate::state::IntentState;
-use crate::state::IntentState::{Abandoned, Failed, InFlight, Succeeded, Unknown};
-use crate::store::{JournalStore, StoreFuture};
+use crate::state::IntentState::{Abandoned, Failed, InFlight, Queued, Succeeded, Unknown};
+use crate::store::{JournalStore, Listening, StoreFuture};
 use crate::worker::Worker;
 use connection::{prepare, Live, Timeouts};
-use driver::driver;
+pub(crate) use driver::driver;
 use pool::Pool;
 
 /// The default [`PostgresStoreBuilder::connect_timeout`].
@@ -305,6 +308,7 @@ impl JournalStore for PostgresStore {
                         &InFlight.as_str(),
                         &duration_millis(lease),
                         &sql_limit(limit),
+                        &Queued.as_str(),
                     ],
                 ))
                 .await?;
@@ -330,6 +334,7 @@ impl JournalStore for PostgresStore {
                         &InFlight.as_str(),
                         &duration_millis(lease),
                         &key,
+                        &Queued.as_str(),
                     ],
                 ))
                 .await?;
@@ -409,6 +414,7 @@ impl JournalStore for PostgresStore {
                         &worker.incarnation(),
                         &Unknown.as_str(),
                         &InFlight.as_str(),
+                        &Queued.as_str(),
                     ],
                 ))
                 .await?;
@@ -442,11 +448,30 @@ impl JournalStore for PostgresStore {
                         &Abandoned.as_str(),
                         &InFlight.as_str(),
                         &Unknown.as_str(),
+                        &Queued.as_str(),
                     ],
                 ))
                 .await?;
             Ok(updated > 0)
         })
+    }
+
+    fn announce(&self) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            let live = self.pool.get().await?;
+            self.bounded(live.client.execute(&live.statements.announce, &[]))
+                .await?;
+            Ok(())
+        })
+    }
+
+    fn listen(&self, wake: Arc<Notify>) -> Option<Listening> {
+        let config = self.pool.config()?.clone();
+        Some(Listening::new(listen::spawn(
+            config,
+            self.pool.timeouts(),
+            wake,
+        )))
     }
 
     fn prune<'a>(&'a self, older_than: Duration) -> StoreFuture<'a, u64> {

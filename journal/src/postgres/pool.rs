@@ -82,6 +82,11 @@ impl Pool {
         self.0.connector().timeouts
     }
 
+    /// How the pool connects; `None` for a store around the caller's client.
+    pub(super) fn config(&self) -> Option<&Config> {
+        self.0.connector().config.as_ref()
+    }
+
     pub(super) fn size(&self) -> usize {
         self.0.size()
     }

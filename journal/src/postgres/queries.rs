@@ -24,12 +24,14 @@ macro_rules! on_the_row {
 }
 
 /// The rows worker `$1` (incarnation `$2`) may claim at `$now`: due `unknown`
-/// (`$3`) rows, ended `in_flight` (`$4`) leases, and leases its own name holds
-/// under another incarnation (a dead predecessor's).
+/// (`$3`) and `queued` (`$queued`) rows, ended `in_flight` (`$4`) leases, and
+/// leases its own name holds under another incarnation (a dead predecessor's).
 macro_rules! claimable {
-    ($now:literal) => {
+    ($now:literal, $queued:literal) => {
         concat!(
-            "((i.state = $3 AND i.due_at_ms <= ",
+            "((i.state IN ($3, ",
+            $queued,
+            ") AND i.due_at_ms <= ",
             $now,
             ") OR (i.state = $4 AND (i.lease_until_ms <= ",
             $now,
@@ -55,7 +57,7 @@ const WRITE_AHEAD: &str = concat!(
 );
 
 /// `$1` owner, `$2` incarnation, `$3` unknown, `$4` in_flight, `$5` lease ms,
-/// `$6` limit.
+/// `$6` limit, `$7` queued.
 const CLAIM: &str = concat!(
     "WITH clock AS (SELECT ",
     now_ms!(),
@@ -63,7 +65,7 @@ const CLAIM: &str = concat!(
      due AS (
          SELECT i.key FROM journal_intents i, clock
          WHERE ",
-    claimable!("clock.ms"),
+    claimable!("clock.ms", "$7"),
     "
          ORDER BY COALESCE(i.due_at_ms, i.lease_until_ms), i.created_ms
          LIMIT $6
@@ -77,7 +79,7 @@ const CLAIM: &str = concat!(
 );
 
 /// `$1` owner, `$2` incarnation, `$3` unknown, `$4` in_flight, `$5` lease ms,
-/// `$6` key: one key, when nobody may be sending it (see
+/// `$6` key, `$7` queued: one key, when nobody may be sending it (see
 /// `JournalStore::take_over`).
 pub(super) const TAKE_OVER: &str = concat!(
     "WITH clock AS (SELECT ",
@@ -87,7 +89,7 @@ pub(super) const TAKE_OVER: &str = concat!(
      SET state = $4, owner = $1, incarnation = $2, lease_until_ms = clock.ms + $5,
          fence = t.fence + 1, runs = t.runs + 1, due_at_ms = NULL, updated_ms = clock.ms
      FROM clock
-     WHERE t.key = $6 AND (t.state = $3 OR (t.state = $4 AND (t.lease_until_ms <= clock.ms
+     WHERE t.key = $6 AND (t.state IN ($3, $7) OR (t.state = $4 AND (t.lease_until_ms <= clock.ms
          OR (t.owner = $1 AND t.incarnation IS DISTINCT FROM $2))))
      RETURNING t.*, clock.ms AS now_ms"
 );
@@ -119,28 +121,29 @@ const LIST: &str = "SELECT * FROM journal_intents
      ORDER BY created_ms, key
      LIMIT $4";
 
-/// `$1` owner, `$2` incarnation, `$3` unknown, `$4` in_flight.
+/// `$1` owner, `$2` incarnation, `$3` unknown, `$4` in_flight, `$5` queued.
 const BACKLOG: &str = concat!(
     "SELECT
         COUNT(*) FILTER (WHERE ",
-    claimable!("c.ms"),
+    claimable!("c.ms", "$5"),
     ") AS due,
         COUNT(*) FILTER (WHERE i.state = $4 AND NOT ",
-    claimable!("c.ms"),
+    claimable!("c.ms", "$5"),
     ") AS leased,
         MIN(i.lease_until_ms) FILTER (WHERE i.state = $4 AND NOT ",
-    claimable!("c.ms"),
+    claimable!("c.ms", "$5"),
     ") AS leased_until_ms,
-        COUNT(*) FILTER (WHERE i.state = $3 AND i.due_at_ms > c.ms) AS waiting,
-        MIN(i.due_at_ms) FILTER (WHERE i.state = $3 AND i.due_at_ms > c.ms) AS next_due_ms,
+        COUNT(*) FILTER (WHERE i.state IN ($3, $5) AND i.due_at_ms > c.ms) AS waiting,
+        MIN(i.due_at_ms) FILTER (WHERE i.state IN ($3, $5) AND i.due_at_ms > c.ms)
+            AS next_due_ms,
         MIN(c.ms) AS now_ms
      FROM (SELECT ",
     now_ms!(),
     " AS ms) c
-     LEFT JOIN journal_intents i ON i.state IN ($3, $4)"
+     LEFT JOIN journal_intents i ON i.state IN ($3, $4, $5)"
 );
 
-/// `$1` reason, `$2` key, `$3` abandoned, `$4` in_flight, `$5` unknown.
+/// `$1` reason, `$2` key, `$3` abandoned, `$4` in_flight, `$5` unknown, `$6` queued.
 pub(super) const ABANDON: &str = concat!(
     "UPDATE journal_intents
      SET state = $3, detail = $1, fence = fence + 1,
@@ -148,7 +151,7 @@ pub(super) const ABANDON: &str = concat!(
     now_ms!(),
     "
      WHERE key = $2 AND ",
-    on_the_row!("state IN ($4, $5)")
+    on_the_row!("state IN ($4, $5, $6)")
 );
 
 /// `$1` older than ms, `$2` succeeded, `$3` failed, `$4` abandoned.
@@ -171,6 +174,7 @@ pub(super) struct Statements {
     pub(super) backlog: Statement,
     pub(super) abandon: Statement,
     pub(super) prune: Statement,
+    pub(super) announce: Statement,
 }
 
 impl Statements {
@@ -185,6 +189,7 @@ impl Statements {
             backlog: client.prepare(BACKLOG).await?,
             abandon: client.prepare(ABANDON).await?,
             prune: client.prepare(PRUNE).await?,
+            announce: client.prepare(super::listen::ANNOUNCE).await?,
         })
     }
 }

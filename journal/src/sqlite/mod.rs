@@ -23,7 +23,7 @@ use crate::record::{
 };
 use crate::row::{count, read_row, sql_limit, RawRow};
 use crate::state::IntentState;
-use crate::state::IntentState::{Abandoned, Failed, InFlight, Succeeded, Unknown};
+use crate::state::IntentState::{Abandoned, Failed, InFlight, Queued, Succeeded, Unknown};
 use crate::store::{JournalStore, StoreFuture};
 use crate::worker::Worker;
 
@@ -277,6 +277,7 @@ impl JournalStore for SqliteStore {
                     .query_map(
                         named_params! {
                             ":unknown": Unknown.as_str(),
+                            ":queued": Queued.as_str(),
                             ":in_flight": InFlight.as_str(),
                             ":owner": worker.name(),
                             ":incarnation": worker.incarnation(),
@@ -340,6 +341,7 @@ impl JournalStore for SqliteStore {
                             named_params! {
                                 ":in_flight": InFlight.as_str(),
                                 ":unknown": Unknown.as_str(),
+                            ":queued": Queued.as_str(),
                                 ":owner": worker.name(),
                                 ":incarnation": worker.incarnation(),
                                 ":lease_until_ms": until,
@@ -439,6 +441,7 @@ impl JournalStore for SqliteStore {
                 queries::BACKLOG,
                 named_params! {
                     ":unknown": Unknown.as_str(),
+                            ":queued": Queued.as_str(),
                     ":in_flight": InFlight.as_str(),
                     ":owner": worker.name(),
                     ":incarnation": worker.incarnation(),
@@ -475,6 +478,7 @@ impl JournalStore for SqliteStore {
                         ":key": key,
                         ":in_flight": InFlight.as_str(),
                         ":unknown": Unknown.as_str(),
+                            ":queued": Queued.as_str(),
                     },
                 )
                 .map_err(JournalError::storage)?;

@@ -3,11 +3,11 @@
 //! rows are read by column name, so `SELECT *` survives added columns.
 
 /// The rows `:owner` (in incarnation `:incarnation`) may claim at `:now`: due
-/// `unknown` rows, ended leases, and leases its own name holds under another
-/// incarnation (a dead predecessor's).
+/// `unknown` and `queued` rows, ended leases, and leases its own name holds
+/// under another incarnation (a dead predecessor's).
 macro_rules! claimable {
     () => {
-        "((state = :unknown AND due_at_ms <= :now)
+        "((state IN (:unknown, :queued) AND due_at_ms <= :now)
           OR (state = :in_flight AND (lease_until_ms <= :now
               OR (owner = :owner AND incarnation IS NOT :incarnation))))"
     };
@@ -41,7 +41,7 @@ pub(super) const TAKE_OVER: &str = "
     SET state = :in_flight, owner = :owner, incarnation = :incarnation,
         lease_until_ms = :lease_until_ms, fence = fence + 1, runs = runs + 1,
         due_at_ms = NULL, updated_ms = :now
-    WHERE key = :key AND (state = :unknown
+    WHERE key = :key AND (state IN (:unknown, :queued)
         OR (state = :in_flight AND (lease_until_ms <= :now
             OR (owner = :owner AND incarnation IS NOT :incarnation))))
     RETURNING *";
@@ -64,7 +64,7 @@ pub(super) const ABANDON: &str = "
     UPDATE journal_intents
     SET state = :abandoned, detail = :reason, fence = fence + 1,
         lease_until_ms = NULL, due_at_ms = NULL, updated_ms = :now
-    WHERE key = :key AND state IN (:in_flight, :unknown)";
+    WHERE key = :key AND state IN (:queued, :in_flight, :unknown)";
 
 pub(super) const PRUNE: &str = "
     DELETE FROM journal_intents
@@ -81,8 +81,9 @@ pub(super) const BACKLOG: &str = concat!(
         MIN(lease_until_ms) FILTER (WHERE state = :in_flight AND NOT ",
     claimable!(),
     ") AS leased_until_ms,
-        COUNT(*) FILTER (WHERE state = :unknown AND due_at_ms > :now) AS waiting,
-        MIN(due_at_ms) FILTER (WHERE state = :unknown AND due_at_ms > :now) AS next_due_ms
+        COUNT(*) FILTER (WHERE state IN (:unknown, :queued) AND due_at_ms > :now) AS waiting,
+        MIN(due_at_ms) FILTER (WHERE state IN (:unknown, :queued) AND due_at_ms > :now)
+            AS next_due_ms
      FROM journal_intents
-     WHERE state IN (:in_flight, :unknown)"
+     WHERE state IN (:queued, :in_flight, :unknown)"
 );

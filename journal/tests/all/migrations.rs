@@ -10,7 +10,7 @@ use reqwest_resilience_journal::{IntentState, JournalError, JournalStore, Sqlite
 use crate::support::sqlite_path;
 
 /// The latest schema version this crate knows.
-const LATEST: u32 = 2;
+const LATEST: u32 = 3;
 
 /// The first schema, exactly as releases before versioning created it.
 const SQLITE_V1: &str = include_str!("../../migrations/sqlite/0001_initial.sql");
@@ -150,7 +150,7 @@ mod postgres {
             .replace("X'7B7D'", "'\\x7B7D'::bytea");
         v1.batch_execute(&row).await.unwrap();
         let store = PostgresStore::connect(&conninfo).await.unwrap();
-        assert_eq!(versions(&conninfo).await, [1, 2]);
+        assert_eq!(versions(&conninfo).await, [1, 2, 3]);
         let row = store.get("old-1").await.unwrap().expect("the old row");
         assert_eq!((row.state, row.fence), (IntentState::Unknown, 3));
         assert_eq!(row.incarnation, None);
@@ -161,7 +161,7 @@ mod postgres {
         assert_eq!(claimed.len(), 1);
         drop(store);
         PostgresStore::connect(&conninfo).await.unwrap();
-        assert_eq!(versions(&conninfo).await, [1, 2], "each step once");
+        assert_eq!(versions(&conninfo).await, [1, 2, 3], "each step once");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -178,7 +178,7 @@ mod postgres {
         for connect in connects {
             connect.await.unwrap().expect("connected and migrated");
         }
-        assert_eq!(versions(&conninfo).await, [1, 2]);
+        assert_eq!(versions(&conninfo).await, [1, 2, 3]);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
