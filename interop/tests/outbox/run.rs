@@ -1,0 +1,301 @@
+//! One outbox run: the cluster, the server behind the fault proxy, the relay
+//! fleet, the producers and the killer; then the drain and the evidence.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use reqwest_resilience::ResilientClient;
+use reqwest_resilience_journal::throwaway_postgres::{Durability, ThrowawayPostgres};
+use reqwest_resilience_journal::{IntentState, Journal, PostgresStore};
+use tokio_postgres::NoTls;
+
+use crate::fault_proxy::FaultProxy;
+use crate::fleet::Fleet;
+use crate::producer::{Producer, ORDERS_TABLE};
+use crate::server::PaymentsServer;
+use crate::verdict::{self, Evidence, Figures, Journaled, Order, Problems};
+
+/// Relay processes in the fleet.
+const RELAYS: usize = 2;
+/// Concurrent business transactions.
+const PRODUCERS: usize = 4;
+/// A kill lands up to this long (drawn) after its transaction count is reached.
+const KILL_JITTER_MS: u64 = 30;
+/// The bound on waiting for the producers (the killer's wait for its moments).
+const PRODUCE_TIME: Duration = Duration::from_secs(600);
+/// The drain after the kills: bounded in time.
+const DRAIN_TIME: Duration = Duration::from_secs(120);
+const DRAIN_POLL: Duration = Duration::from_millis(100);
+/// The credential the intents are built with and the relays add back.
+const TOKEN: &str = "outbox-interop-token";
+/// Above any run's intent count: `list` reads them all.
+const LIST_ALL: usize = 1_000_000;
+
+/// How much of an outbox run there is.
+#[derive(Debug, Clone, Copy)]
+pub struct Plan {
+    /// Business transactions (a fifth roll back).
+    pub transactions: u64,
+    /// SIGKILLs of relays.
+    pub kills: u64,
+    /// Seeds the rollbacks, the kill moments and victims, the proxy's faults
+    /// and the relays' jitter.
+    pub seed: u64,
+}
+
+/// A run's evidence, its verdict and its times.
+#[derive(Debug)]
+pub struct Outcome {
+    pub plan: Plan,
+    pub evidence: Evidence,
+    pub problems: Problems,
+    pub figures: Figures,
+    /// Intents still open when the drain's time ran out (0: drained).
+    pub open_after_drain: usize,
+    pub faults: String,
+    pub produced_in: Duration,
+    pub drained_in: Duration,
+    pub took: Duration,
+}
+
+pub async fn outbox_run(plan: Plan) -> Outcome {
+    let started = Instant::now();
+    let cluster = start_postgres();
+    let conninfo = cluster.conninfo().to_owned();
+    create_orders(&conninfo).await;
+    // Connecting migrates: the journal's table exists before the first enqueue.
+    let journal = Journal::new(
+        PostgresStore::connect(&conninfo)
+            .await
+            .expect("the journal on PostgreSQL"),
+    );
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let server = PaymentsServer::start(&dir.path().join("payments.db"), TOKEN).await;
+    let proxy = FaultProxy::start(server.addr, plan.seed).await;
+
+    let producer = Producer::new(
+        journal.clone(),
+        ResilientClient::new(),
+        &conninfo,
+        format!("http://{}/payments", proxy.addr),
+        TOKEN,
+        plan.seed,
+        plan.transactions,
+    );
+    let producing = Arc::new(AtomicBool::new(true));
+    let killer = {
+        let (finished, producing, conninfo) = (
+            producer.finished.clone(),
+            producing.clone(),
+            conninfo.clone(),
+        );
+        tokio::task::spawn_blocking(move || {
+            let mut fleet = Fleet::start(&conninfo, RELAYS, plan.seed, TOKEN);
+            kill_along(&mut fleet, plan, &finished, &producing);
+            fleet
+        })
+    };
+    let mut producers = tokio::task::JoinSet::new();
+    for _ in 0..PRODUCERS {
+        producers.spawn(producer.clone().produce());
+    }
+    let produced = tokio::time::timeout(PRODUCE_TIME, async {
+        let mut all_ok = true;
+        while let Some(done) = producers.join_next().await {
+            all_ok &= done.is_ok();
+        }
+        all_ok
+    })
+    .await;
+    producing.store(false, Ordering::SeqCst);
+    let fleet = killer.await.expect("the killer thread");
+    assert_eq!(
+        produced,
+        Ok(true),
+        "the producers finished, without a panic"
+    );
+    let produced_in = started.elapsed();
+
+    let open_after_drain = drain(&journal).await;
+    let drained_in = started.elapsed() - produced_in;
+    drop(fleet);
+
+    let rolled_back = std::mem::take(&mut *producer.rolled_back.lock().unwrap());
+    let evidence = Evidence {
+        committed: read_orders(&conninfo).await,
+        rolled_back,
+        journal: read_journal(&journal).await,
+        sends: server.sends(),
+        effects: server.effects(),
+    };
+    Outcome {
+        plan,
+        problems: verdict::problems(&evidence),
+        figures: verdict::figures(&evidence),
+        evidence,
+        open_after_drain,
+        faults: proxy.counts.summary(),
+        produced_in,
+        drained_in,
+        took: started.elapsed(),
+    }
+}
+
+fn start_postgres() -> ThrowawayPostgres {
+    match ThrowawayPostgres::start(Durability::Off) {
+        Ok(Some(cluster)) => cluster,
+        Ok(None) => panic!(
+            "the outbox test needs PostgreSQL's server binaries (initdb, pg_ctl): \
+             run journal/scripts/ensure-postgres.sh"
+        ),
+        Err(error) => panic!("starting a throwaway PostgreSQL failed: {error}"),
+    }
+}
+
+async fn create_orders(conninfo: &str) {
+    let (pg, connection) = tokio_postgres::connect(conninfo, NoTls)
+        .await
+        .expect("connect to the cluster");
+    tokio::spawn(connection);
+    pg.batch_execute(ORDERS_TABLE)
+        .await
+        .expect("the orders table");
+}
+
+/// The killer: `plan.kills` moments drawn among the transactions; when the
+/// producers have finished that many, after a drawn jitter, a drawn relay is
+/// killed with SIGKILL and started again. Kills still due when the producers
+/// are done land at once.
+fn kill_along(fleet: &mut Fleet, plan: Plan, finished: &AtomicU64, producing: &AtomicBool) {
+    // "kill" in ASCII: the killer's draws are not the proxy's.
+    let mut rng = StdRng::seed_from_u64(plan.seed ^ 0x6b69_6c6c);
+    let mut moments: Vec<u64> = (0..plan.kills)
+        .map(|_| rng.random_range(0..plan.transactions.max(1)))
+        .collect();
+    moments.sort_unstable();
+    for moment in moments {
+        while finished.load(Ordering::SeqCst) < moment && producing.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(rng.random_range(0..=KILL_JITTER_MS)));
+        let victim = rng.random_range(0..fleet.len());
+        fleet.kill_and_restart(victim);
+    }
+}
+
+/// Waits until no intent is open (queued, in flight or unknown), at most
+/// [`DRAIN_TIME`]. Returns how many stay open.
+async fn drain(journal: &Journal) -> usize {
+    let until = Instant::now() + DRAIN_TIME;
+    loop {
+        let mut open = 0;
+        for state in IntentState::ALL.into_iter().filter(|s| !s.is_terminal()) {
+            open += journal.list(state, LIST_ALL).await.expect("list").len();
+        }
+        if open == 0 || Instant::now() >= until {
+            return open;
+        }
+        tokio::time::sleep(DRAIN_POLL).await;
+    }
+}
+
+async fn read_orders(conninfo: &str) -> Vec<Order> {
+    let (pg, connection) = tokio_postgres::connect(conninfo, NoTls)
+        .await
+        .expect("connect to the cluster");
+    tokio::spawn(connection);
+    let rows = pg
+        .query("SELECT key, amount FROM orders ORDER BY id", &[])
+        .await
+        .expect("read the orders");
+    rows.iter()
+        .map(|row| Order {
+            key: row.get(0),
+            amount: row.get(1),
+        })
+        .collect()
+}
+
+async fn read_journal(journal: &Journal) -> Vec<Journaled> {
+    let mut rows = Vec::new();
+    for state in IntentState::ALL {
+        for record in journal.list(state, LIST_ALL).await.expect("list") {
+            rows.push(Journaled {
+                key: record.key,
+                state: record.state,
+                runs: record.runs,
+                detail: record.detail,
+            });
+        }
+    }
+    rows
+}
+
+impl Outcome {
+    pub fn assert_exact(&self) {
+        assert!(
+            self.problems.is_empty(),
+            "seed {}: {:#?}",
+            self.plan.seed,
+            self.problems
+        );
+        assert_eq!(
+            self.open_after_drain, 0,
+            "intents left open after the drain"
+        );
+        assert!(self.figures.committed > 0, "no transaction committed");
+        assert!(
+            self.figures.sends >= self.figures.effects,
+            "fewer sends than effects"
+        );
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (plan, figures) = (&self.plan, &self.figures);
+        writeln!(
+            f,
+            "outbox run, seed {}: {} transactions, committed {}, rolled back {}; \
+             {} SIGKILLs of {RELAYS} relays",
+            plan.seed, plan.transactions, figures.committed, figures.rolled_back, plan.kills
+        )?;
+        writeln!(
+            f,
+            "times: produced in {:.1?}, drained in {:.1?} more ({} open after), {:.1?} in all",
+            self.produced_in, self.drained_in, self.open_after_drain, self.took
+        )?;
+        writeln!(
+            f,
+            "server: effects {}, sends {}, extra sends {}, sends for rolled-back orders {}; \
+             worst: {:?} sends",
+            figures.effects,
+            figures.sends,
+            figures.extra_sends,
+            figures.sends_for_rolled_back,
+            figures.most_sends
+        )?;
+        let mut states = String::new();
+        for state in IntentState::ALL {
+            let n = self
+                .evidence
+                .journal
+                .iter()
+                .filter(|r| r.state == state)
+                .count();
+            states.push_str(&format!(" {state} {n},"));
+        }
+        writeln!(f, "journal:{states} most runs {:?}", figures.most_runs)?;
+        writeln!(f, "proxy: {}", self.faults)?;
+        let [lost, extra, stray, leaked, unfinished] = self.problems.counts();
+        write!(
+            f,
+            "lost effects {lost}, extra effects {extra}, stray sends {stray}, \
+             leaked rollbacks {leaked}, unfinished {unfinished}"
+        )
+    }
+}
