@@ -228,6 +228,10 @@ async fn read_journal(journal: &Journal) -> Vec<Journaled> {
                 key: record.key,
                 state: record.state,
                 runs: record.runs,
+                settled_in: record
+                    .updated_at
+                    .duration_since(record.created_at)
+                    .unwrap_or_default(),
                 detail: record.detail,
             });
         }
@@ -272,12 +276,12 @@ impl fmt::Display for Outcome {
         writeln!(
             f,
             "server: effects {}, sends {}, extra sends {}, sends for rolled-back orders {}; \
-             worst: {:?} sends",
+             most sends of one intent {}",
             figures.effects,
             figures.sends,
             figures.extra_sends,
             figures.sends_for_rolled_back,
-            figures.most_sends
+            worst(&figures.most_sends)
         )?;
         let mut states = String::new();
         for state in IntentState::ALL {
@@ -289,7 +293,12 @@ impl fmt::Display for Outcome {
                 .count();
             states.push_str(&format!(" {state} {n},"));
         }
-        writeln!(f, "journal:{states} most runs {:?}", figures.most_runs)?;
+        writeln!(
+            f,
+            "journal:{states} most runs {}, slowest from enqueue to its state {}",
+            worst(&figures.most_runs),
+            worst(&figures.slowest)
+        )?;
         writeln!(f, "proxy: {}", self.faults)?;
         let [lost, extra, stray, leaked, unfinished] = self.problems.counts();
         write!(
@@ -297,5 +306,13 @@ impl fmt::Display for Outcome {
             "lost effects {lost}, extra effects {extra}, stray sends {stray}, \
              leaked rollbacks {leaked}, unfinished {unfinished}"
         )
+    }
+}
+
+/// "key (figure)", or "none".
+fn worst<T: fmt::Debug>(figure: &Option<(String, T)>) -> String {
+    match figure {
+        Some((key, value)) => format!("{value:.1?} ({key})"),
+        None => "none".to_owned(),
     }
 }

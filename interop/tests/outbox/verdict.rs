@@ -2,6 +2,7 @@
 //! table, the journal and the server hold, with a table test beside it.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 use reqwest_resilience_journal::IntentState;
 
@@ -20,6 +21,9 @@ pub struct Journaled {
     pub state: IntentState,
     /// How often it was taken up (claims).
     pub runs: i64,
+    /// From its enqueue (the business transaction's start, by the database's
+    /// clock) to its last change: for a terminal intent, how long it took.
+    pub settled_in: Duration,
     /// Why it failed, is unknown or was abandoned (the journal's words).
     pub detail: Option<String>,
 }
@@ -201,6 +205,8 @@ pub struct Figures {
     pub most_sends: Option<(String, usize)>,
     /// The intent taken up most often (claims), and how often.
     pub most_runs: Option<(String, i64)>,
+    /// The intent that took longest from its enqueue to its last change.
+    pub slowest: Option<(String, Duration)>,
 }
 
 pub fn figures(evidence: &Evidence) -> Figures {
@@ -224,6 +230,11 @@ pub fn figures(evidence: &Evidence) -> Figures {
         .iter()
         .max_by_key(|row| (row.runs, std::cmp::Reverse(row.key.as_str())))
         .map(|row| (row.key.clone(), row.runs));
+    let slowest = evidence
+        .journal
+        .iter()
+        .max_by_key(|row| (row.settled_in, std::cmp::Reverse(row.key.as_str())))
+        .map(|row| (row.key.clone(), row.settled_in));
     Figures {
         committed: evidence.committed.len(),
         rolled_back: evidence.rolled_back.len(),
@@ -237,6 +248,7 @@ pub fn figures(evidence: &Evidence) -> Figures {
             .count(),
         most_sends,
         most_runs,
+        slowest,
     }
 }
 
@@ -256,6 +268,7 @@ mod table {
             key: key.to_owned(),
             state,
             runs: 1,
+            settled_in: Duration::from_millis(5),
             detail: None,
         }
     }
@@ -393,6 +406,7 @@ mod table {
     fn the_figures_count_extra_sends_and_the_worst_intent() {
         let mut evidence = clean();
         evidence.journal[1].runs = 4;
+        evidence.journal[0].settled_in = Duration::from_secs(3);
         evidence.sends.push(sent("r", 3));
         let figures = figures(&evidence);
         assert_eq!(
@@ -406,6 +420,7 @@ mod table {
                 sends_for_rolled_back: 1,
                 most_sends: Some(("a".to_owned(), 2)),
                 most_runs: Some(("b".to_owned(), 4)),
+                slowest: Some(("a".to_owned(), Duration::from_secs(3))),
             }
         );
     }
