@@ -1,9 +1,13 @@
-//! One relay of the outbox test's fleet: the journal's resumer on PostgreSQL,
-//! sending the intents that business transactions enqueued, until killed.
+//! One relay of the outbox test's fleet: the journal's resumer, sending the
+//! intents that business transactions enqueued, until killed.
 //!
 //! ```text
-//! outbox_relay 'host=127.0.0.1 port=… user=postgres dbname=postgres' relay-0 SEED TOKEN
+//! outbox_relay 'postgres:host=127.0.0.1 port=… user=postgres dbname=postgres' relay-0 SEED TOKEN
+//! outbox_relay sqlite:/tmp/…/journal.sqlite relay-0 SEED TOKEN
 //! ```
+//!
+//! On PostgreSQL a commit's `NOTIFY` wakes the relay; on SQLite (the journal's
+//! file, shared with other processes) only its poll does.
 //!
 //! `SEED` seeds the client's jitter; `TOKEN` is the bearer credential the relay
 //! adds back to each send (the journal never keeps one).
@@ -16,7 +20,7 @@
 use std::time::Duration;
 
 use reqwest_resilience::{Backoff, ResilientClient, RetryPolicy};
-use reqwest_resilience_journal::{Journal, PostgresStore};
+use reqwest_resilience_journal::{Journal, JournalBuilder, PostgresStore, SqliteStore};
 use tokio::io::AsyncReadExt;
 
 /// The bound on the relay's poll: commits wake it earlier.
@@ -36,17 +40,14 @@ const BATCH: usize = 16;
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let usage = "usage: outbox_relay CONNINFO WORKER_NAME SEED TOKEN";
-    let conninfo = args.next().ok_or(usage)?;
+    let usage = "usage: outbox_relay postgres:CONNINFO|sqlite:PATH WORKER_NAME SEED TOKEN";
+    let store = args.next().ok_or(usage)?;
     let name = args.next().ok_or(usage)?;
     let seed: u64 = args.next().ok_or(usage)?.parse()?;
     let token = args.next().ok_or(usage)?;
 
-    let store = PostgresStore::builder(&conninfo)
-        .pool_size(4)
-        .connect()
-        .await?;
-    let journal = Journal::builder(store)
+    let journal = journal_builder(&store)
+        .await?
         .worker_name(name.clone())
         .resume_lease(LEASE)
         .lease_margin(LEASE_MARGIN)
@@ -65,6 +66,21 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tokio::io::stdin().read_to_end(&mut sink).await?;
     relay.stop().await;
     Ok(())
+}
+
+/// The journal on the store the argument names.
+async fn journal_builder(store: &str) -> Result<JournalBuilder, Box<dyn std::error::Error>> {
+    if let Some(conninfo) = store.strip_prefix("postgres:") {
+        let store = PostgresStore::builder(conninfo)
+            .pool_size(4)
+            .connect()
+            .await?;
+        Ok(Journal::builder(store))
+    } else if let Some(path) = store.strip_prefix("sqlite:") {
+        Ok(Journal::builder(SqliteStore::open(path)?))
+    } else {
+        Err(format!("a store is postgres:CONNINFO or sqlite:PATH, got {store:?}").into())
+    }
 }
 
 /// As the crash test's client: no idle connections (every attempt meets a

@@ -13,11 +13,12 @@ struct Relay {
 }
 
 impl Relay {
-    /// Starts a relay and waits for its line saying it relays (it connected to
-    /// PostgreSQL and its resumer runs).
-    fn start(conninfo: &str, name: &str, seed: u64, token: &str) -> Relay {
+    /// Starts a relay on `store` (`postgres:CONNINFO` or `sqlite:PATH`) and
+    /// waits for its line saying it relays (its journal is open and its
+    /// resumer runs).
+    fn start(store: &str, name: &str, seed: u64, token: &str) -> Relay {
         let mut child = Command::new(BINARY)
-            .args([conninfo, name, &seed.to_string(), token])
+            .args([store, name, &seed.to_string(), token])
             // Its standard input is its lifeline: closed when this process ends.
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -48,7 +49,7 @@ impl Drop for Relay {
 
 /// Relays `relay-0` … `relay-(n-1)`.
 pub struct Fleet {
-    conninfo: String,
+    store: String,
     seed: u64,
     token: String,
     relays: Vec<Relay>,
@@ -57,12 +58,12 @@ pub struct Fleet {
 }
 
 impl Fleet {
-    pub fn start(conninfo: &str, size: usize, seed: u64, token: &str) -> Fleet {
+    pub fn start(store: &str, size: usize, seed: u64, token: &str) -> Fleet {
         let relays = (0..size)
-            .map(|i| Relay::start(conninfo, &name(i), seed ^ i as u64, token))
+            .map(|i| Relay::start(store, &name(i), seed ^ i as u64, token))
             .collect();
         Fleet {
-            conninfo: conninfo.to_owned(),
+            store: store.to_owned(),
             seed,
             token: token.to_owned(),
             relays,
@@ -82,7 +83,7 @@ impl Fleet {
         self.relays[i] = {
             let _ = self.relays[i].child.kill();
             let _ = self.relays[i].child.wait();
-            Relay::start(&self.conninfo, &name(i), jitter_seed, &self.token)
+            Relay::start(&self.store, &name(i), jitter_seed, &self.token)
         };
     }
 }

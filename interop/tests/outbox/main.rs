@@ -26,8 +26,18 @@ mod server;
 mod verdict;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn committed_intents_are_paid_once_and_rolled_back_ones_never_sent_across_relay_kills() {
+async fn on_postgres_committed_intents_are_paid_once_and_rolled_back_ones_never_sent() {
+    outbox_run(run::Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn on_sqlite_committed_intents_are_paid_once_and_rolled_back_ones_never_sent() {
+    outbox_run(run::Backend::Sqlite).await;
+}
+
+async fn outbox_run(backend: run::Backend) {
     let plan = run::Plan {
+        backend,
         transactions: env_number("INTEROP_OUTBOX_TRANSACTIONS", 300),
         kills: env_number("INTEROP_OUTBOX_KILLS", 3),
         seed: env_number("INTEROP_OUTBOX_SEED", 31),

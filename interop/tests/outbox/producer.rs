@@ -1,22 +1,98 @@
 //! The business transactions: each inserts an order row and enqueues its
-//! `POST /payments` intent in the same PostgreSQL transaction, then commits
-//! (and wakes the relays) or, by a seeded draw, rolls back.
+//! `POST /payments` intent in the same transaction (PostgreSQL through
+//! tokio-postgres, or SQLite through rusqlite on the journal's own file), then
+//! commits (and wakes the relays) or, by a seeded draw, rolls back.
 
 use std::collections::BTreeSet;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use reqwest_resilience::ResilientClient;
-use reqwest_resilience_journal::Journal;
-use tokio_postgres::{Client, NoTls};
+use reqwest_resilience_journal::{Journal, OutboxIntent};
+use tokio_postgres::NoTls;
+use tower_idempotency::rusqlite::{self, TransactionBehavior};
 
 use crate::verdict::Order;
 
-/// The business table, in the database that holds the journal's table.
+/// The business table, in the database that holds the journal's table (the
+/// same statement on both).
 pub const ORDERS_TABLE: &str =
     "CREATE TABLE orders (id BIGINT PRIMARY KEY, key TEXT NOT NULL UNIQUE, amount BIGINT NOT NULL)";
+
+/// How long a SQLite business transaction waits for the file's write lock
+/// (the relays, in other processes, write to the same file).
+const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where the business transactions run: the database of the journal's table.
+#[derive(Debug, Clone)]
+pub enum Database {
+    Postgres {
+        conninfo: String,
+    },
+    /// The journal's own file.
+    Sqlite {
+        path: PathBuf,
+    },
+}
+
+impl Database {
+    /// The orders committed, read back after the run.
+    pub async fn orders(&self) -> Vec<Order> {
+        const SELECT: &str = "SELECT key, amount FROM orders ORDER BY id";
+        match self {
+            Database::Postgres { conninfo } => {
+                let (pg, connection) = tokio_postgres::connect(conninfo, NoTls)
+                    .await
+                    .expect("connect to the cluster");
+                tokio::spawn(connection);
+                let rows = pg.query(SELECT, &[]).await.expect("read the orders");
+                rows.iter()
+                    .map(|row| Order {
+                        key: row.get(0),
+                        amount: row.get(1),
+                    })
+                    .collect()
+            }
+            Database::Sqlite { path } => {
+                let conn = rusqlite::Connection::open(path).expect("open the journal's file");
+                let mut select = conn.prepare(SELECT).expect("the orders table");
+                let rows = select
+                    .query_map([], |row| {
+                        Ok(Order {
+                            key: row.get(0)?,
+                            amount: row.get(1)?,
+                        })
+                    })
+                    .expect("read the orders");
+                rows.map(|row| row.expect("an order row")).collect()
+            }
+        }
+    }
+
+    /// Creates the business table.
+    pub async fn create_orders(&self) {
+        match self {
+            Database::Postgres { conninfo } => {
+                let (pg, connection) = tokio_postgres::connect(conninfo, NoTls)
+                    .await
+                    .expect("connect to the cluster");
+                tokio::spawn(connection);
+                pg.batch_execute(ORDERS_TABLE)
+                    .await
+                    .expect("the orders table");
+            }
+            Database::Sqlite { path } => {
+                rusqlite::Connection::open(path)
+                    .and_then(|conn| conn.execute_batch(ORDERS_TABLE))
+                    .expect("the orders table");
+            }
+        }
+    }
+}
 
 /// Which of `total` transactions roll back: exactly a fifth, drawn by the seed.
 pub fn rollbacks(total: u64, seed: u64) -> BTreeSet<u64> {
@@ -34,7 +110,7 @@ pub fn rollbacks(total: u64, seed: u64) -> BTreeSet<u64> {
 pub struct Producer {
     pub journal: Journal,
     pub client: ResilientClient,
-    pub conninfo: String,
+    pub database: Database,
     /// Where the intents go (the fault proxy in front of the server).
     pub url: String,
     /// The credential each intent is built with (and the journal strips).
@@ -53,7 +129,7 @@ impl Producer {
     pub fn new(
         journal: Journal,
         client: ResilientClient,
-        conninfo: &str,
+        database: Database,
         url: String,
         token: &str,
         seed: u64,
@@ -62,7 +138,7 @@ impl Producer {
         Producer {
             journal,
             client,
-            conninfo: conninfo.to_owned(),
+            database,
             url,
             token: token.to_owned(),
             seed,
@@ -76,26 +152,79 @@ impl Producer {
 
     /// One producing task on its own connection: transactions until none is left.
     pub async fn produce(self) {
-        let (mut pg, connection) = tokio_postgres::connect(&self.conninfo, NoTls)
-            .await
-            .expect("a producer's connection");
-        tokio::spawn(connection);
-        loop {
-            let i = self.next.fetch_add(1, Ordering::SeqCst);
-            if i >= self.total {
-                return;
+        match self.database.clone() {
+            Database::Postgres { conninfo } => {
+                let (mut pg, connection) = tokio_postgres::connect(&conninfo, NoTls)
+                    .await
+                    .expect("a producer's connection");
+                tokio::spawn(connection);
+                while let Some(i) = self.take() {
+                    let (order, intent) = self.decide(i);
+                    let tx = pg.transaction().await.expect("begin");
+                    tx.execute(
+                        "INSERT INTO orders (id, key, amount) VALUES ($1, $2, $3)",
+                        &[&order_id(i), &order.key, &order.amount],
+                    )
+                    .await
+                    .expect("the order row");
+                    intent
+                        .enqueue_tokio_postgres(&tx)
+                        .await
+                        .expect("the intent enqueued");
+                    if self.rolls_back(i) {
+                        tx.rollback().await.expect("rollback");
+                    } else {
+                        tx.commit().await.expect("commit");
+                    }
+                    self.finish(i, order).await;
+                }
             }
-            self.transaction(&mut pg, i).await;
-            self.finished.fetch_add(1, Ordering::SeqCst);
+            Database::Sqlite { path } => {
+                let mut conn = rusqlite::Connection::open(&path).expect("open the journal's file");
+                conn.busy_timeout(SQLITE_BUSY_TIMEOUT)
+                    .expect("a busy timeout");
+                while let Some(i) = self.take() {
+                    let (order, intent) = self.decide(i);
+                    // rusqlite blocks (on the file's lock, too): off the runtime's turn.
+                    tokio::task::block_in_place(|| {
+                        // The write lock at once: a deferred transaction that
+                        // upgrades could meet a relay's write and fail busy.
+                        let tx = conn
+                            .transaction_with_behavior(TransactionBehavior::Immediate)
+                            .expect("begin");
+                        tx.execute(
+                            "INSERT INTO orders (id, key, amount) VALUES (?1, ?2, ?3)",
+                            rusqlite::params![order_id(i), order.key, order.amount],
+                        )
+                        .expect("the order row");
+                        intent.enqueue_rusqlite(&tx).expect("the intent enqueued");
+                        if self.rolls_back(i) {
+                            tx.rollback().expect("rollback");
+                        } else {
+                            tx.commit().expect("commit");
+                        }
+                    });
+                    self.finish(i, order).await;
+                }
+            }
         }
     }
 
-    /// Business transaction `i`: its order row and its intent, together.
-    async fn transaction(&self, pg: &mut Client, i: u64) {
-        let id = i64::try_from(i).expect("bounded by total");
+    /// The next transaction's number, until none is left.
+    fn take(&self) -> Option<u64> {
+        let i = self.next.fetch_add(1, Ordering::SeqCst);
+        (i < self.total).then_some(i)
+    }
+
+    fn rolls_back(&self, i: u64) -> bool {
+        self.rollbacks.contains(&i)
+    }
+
+    /// Transaction `i`'s order and its intent, decided before it begins.
+    fn decide(&self, i: u64) -> (Order, OutboxIntent) {
         let order = Order {
             key: format!("order-{}-{i}", self.seed),
-            amount: id + 1,
+            amount: order_id(i) + 1,
         };
         let intent = self
             .journal
@@ -108,23 +237,21 @@ impl Producer {
             )
             .expect("an intent decided");
         assert_eq!(intent.key(), order.key, "the intent keeps the caller's key");
-        let tx = pg.transaction().await.expect("begin");
-        tx.execute(
-            "INSERT INTO orders (id, key, amount) VALUES ($1, $2, $3)",
-            &[&id, &order.key, &order.amount],
-        )
-        .await
-        .expect("the order row");
-        intent
-            .enqueue_tokio_postgres(&tx)
-            .await
-            .expect("the intent enqueued");
-        if self.rollbacks.contains(&i) {
-            tx.rollback().await.expect("rollback");
+        (order, intent)
+    }
+
+    /// After commit, the relays are woken; a rolled-back order is kept for the
+    /// verdict.
+    async fn finish(&self, i: u64, order: Order) {
+        if self.rolls_back(i) {
             self.rolled_back.lock().unwrap().push(order);
         } else {
-            tx.commit().await.expect("commit");
             self.journal.wake_relays().await;
         }
+        self.finished.fetch_add(1, Ordering::SeqCst);
     }
+}
+
+fn order_id(i: u64) -> i64 {
+    i64::try_from(i).expect("a transaction count below i64::MAX")
 }

@@ -1,4 +1,4 @@
-//! One outbox run: the cluster, the server behind the fault proxy, the relay
+//! One outbox run: the database, the server behind the fault proxy, the relay
 //! fleet, the producers and the killer; then the drain and the evidence.
 
 use std::fmt;
@@ -10,14 +10,13 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use reqwest_resilience::ResilientClient;
 use reqwest_resilience_journal::throwaway_postgres::{Durability, ThrowawayPostgres};
-use reqwest_resilience_journal::{IntentState, Journal, PostgresStore};
-use tokio_postgres::NoTls;
+use reqwest_resilience_journal::{IntentState, Journal, PostgresStore, SqliteStore};
 
 use crate::fault_proxy::FaultProxy;
 use crate::fleet::Fleet;
-use crate::producer::{Producer, ORDERS_TABLE};
+use crate::producer::{Database, Producer};
 use crate::server::PaymentsServer;
-use crate::verdict::{self, Evidence, Figures, Journaled, Order, Problems};
+use crate::verdict::{self, Evidence, Figures, Journaled, Problems};
 
 /// Relay processes in the fleet.
 const RELAYS: usize = 2;
@@ -35,9 +34,19 @@ const TOKEN: &str = "outbox-interop-token";
 /// Above any run's intent count: `list` reads them all.
 const LIST_ALL: usize = 1_000_000;
 
+/// Where the journal's table and the business table are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// A throwaway cluster; relays woken by `NOTIFY` and their poll.
+    Postgres,
+    /// One file, shared by the relays' processes; relays woken by their poll.
+    Sqlite,
+}
+
 /// How much of an outbox run there is.
 #[derive(Debug, Clone, Copy)]
 pub struct Plan {
+    pub backend: Backend,
     /// Business transactions (a fifth roll back).
     pub transactions: u64,
     /// SIGKILLs of relays.
@@ -64,23 +73,16 @@ pub struct Outcome {
 
 pub async fn outbox_run(plan: Plan) -> Outcome {
     let started = Instant::now();
-    let cluster = start_postgres();
-    let conninfo = cluster.conninfo().to_owned();
-    create_orders(&conninfo).await;
-    // Connecting migrates: the journal's table exists before the first enqueue.
-    let journal = Journal::new(
-        PostgresStore::connect(&conninfo)
-            .await
-            .expect("the journal on PostgreSQL"),
-    );
     let dir = tempfile::tempdir().expect("a temporary directory");
+    let store = Store::open(plan.backend, &dir).await;
+    store.database.create_orders().await;
     let server = PaymentsServer::start(&dir.path().join("payments.db"), TOKEN).await;
     let proxy = FaultProxy::start(server.addr, plan.seed).await;
 
     let producer = Producer::new(
-        journal.clone(),
+        store.journal.clone(),
         ResilientClient::new(),
-        &conninfo,
+        store.database.clone(),
         format!("http://{}/payments", proxy.addr),
         TOKEN,
         plan.seed,
@@ -88,13 +90,13 @@ pub async fn outbox_run(plan: Plan) -> Outcome {
     );
     let producing = Arc::new(AtomicBool::new(true));
     let killer = {
-        let (finished, producing, conninfo) = (
+        let (finished, producing, relay_store) = (
             producer.finished.clone(),
             producing.clone(),
-            conninfo.clone(),
+            store.relay_arg.clone(),
         );
         tokio::task::spawn_blocking(move || {
-            let mut fleet = Fleet::start(&conninfo, RELAYS, plan.seed, TOKEN);
+            let mut fleet = Fleet::start(&relay_store, RELAYS, plan.seed, TOKEN);
             kill_along(&mut fleet, plan, &finished, &producing);
             fleet
         })
@@ -120,15 +122,15 @@ pub async fn outbox_run(plan: Plan) -> Outcome {
     );
     let produced_in = started.elapsed();
 
-    let open_after_drain = drain(&journal).await;
+    let open_after_drain = drain(&store.journal).await;
     let drained_in = started.elapsed() - produced_in;
     drop(fleet);
 
     let rolled_back = std::mem::take(&mut *producer.rolled_back.lock().unwrap());
     let evidence = Evidence {
-        committed: read_orders(&conninfo).await,
+        committed: store.database.orders().await,
         rolled_back,
-        journal: read_journal(&journal).await,
+        journal: read_journal(&store.journal).await,
         sends: server.sends(),
         effects: server.effects(),
     };
@@ -145,6 +147,48 @@ pub async fn outbox_run(plan: Plan) -> Outcome {
     }
 }
 
+/// The journal's table and the business table, in one database.
+struct Store {
+    /// The test's own handle on the journal (the producers' and the drain's).
+    journal: Journal,
+    database: Database,
+    /// How a relay finds the store (`outbox_relay`'s first argument).
+    relay_arg: String,
+    /// Kept running until the run ends.
+    _cluster: Option<ThrowawayPostgres>,
+}
+
+impl Store {
+    /// Opening the journal creates (migrates) its table before the first enqueue.
+    async fn open(backend: Backend, dir: &tempfile::TempDir) -> Store {
+        match backend {
+            Backend::Postgres => {
+                let cluster = start_postgres();
+                let conninfo = cluster.conninfo().to_owned();
+                let store = PostgresStore::connect(&conninfo)
+                    .await
+                    .expect("the journal on PostgreSQL");
+                Store {
+                    journal: Journal::new(store),
+                    relay_arg: format!("postgres:{conninfo}"),
+                    database: Database::Postgres { conninfo },
+                    _cluster: Some(cluster),
+                }
+            }
+            Backend::Sqlite => {
+                let path = dir.path().join("journal.sqlite");
+                let store = SqliteStore::open(&path).expect("the journal on SQLite");
+                Store {
+                    journal: Journal::new(store),
+                    relay_arg: format!("sqlite:{}", path.display()),
+                    database: Database::Sqlite { path },
+                    _cluster: None,
+                }
+            }
+        }
+    }
+}
+
 fn start_postgres() -> ThrowawayPostgres {
     match ThrowawayPostgres::start(Durability::Off) {
         Ok(Some(cluster)) => cluster,
@@ -154,16 +198,6 @@ fn start_postgres() -> ThrowawayPostgres {
         ),
         Err(error) => panic!("starting a throwaway PostgreSQL failed: {error}"),
     }
-}
-
-async fn create_orders(conninfo: &str) {
-    let (pg, connection) = tokio_postgres::connect(conninfo, NoTls)
-        .await
-        .expect("connect to the cluster");
-    tokio::spawn(connection);
-    pg.batch_execute(ORDERS_TABLE)
-        .await
-        .expect("the orders table");
 }
 
 /// The killer: `plan.kills` moments drawn among the transactions; when the
@@ -201,23 +235,6 @@ async fn drain(journal: &Journal) -> usize {
         }
         tokio::time::sleep(DRAIN_POLL).await;
     }
-}
-
-async fn read_orders(conninfo: &str) -> Vec<Order> {
-    let (pg, connection) = tokio_postgres::connect(conninfo, NoTls)
-        .await
-        .expect("connect to the cluster");
-    tokio::spawn(connection);
-    let rows = pg
-        .query("SELECT key, amount FROM orders ORDER BY id", &[])
-        .await
-        .expect("read the orders");
-    rows.iter()
-        .map(|row| Order {
-            key: row.get(0),
-            amount: row.get(1),
-        })
-        .collect()
 }
 
 async fn read_journal(journal: &Journal) -> Vec<Journaled> {
@@ -264,9 +281,14 @@ impl fmt::Display for Outcome {
         let (plan, figures) = (&self.plan, &self.figures);
         writeln!(
             f,
-            "outbox run, seed {}: {} transactions, committed {}, rolled back {}; \
+            "outbox run on {:?}, seed {}: {} transactions, committed {}, rolled back {}; \
              {} SIGKILLs of {RELAYS} relays",
-            plan.seed, plan.transactions, figures.committed, figures.rolled_back, plan.kills
+            plan.backend,
+            plan.seed,
+            plan.transactions,
+            figures.committed,
+            figures.rolled_back,
+            plan.kills
         )?;
         writeln!(
             f,
