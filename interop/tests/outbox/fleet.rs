@@ -71,10 +71,6 @@ impl Fleet {
         }
     }
 
-    pub fn len(&self) -> usize {
-        self.relays.len()
-    }
-
     /// SIGKILLs relay `i` and starts it again under the same worker name.
     pub fn kill_and_restart(&mut self, i: usize) {
         self.restarts += 1;

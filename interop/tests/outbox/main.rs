@@ -20,6 +20,7 @@
 #[path = "../crash/fault_proxy.rs"]
 mod fault_proxy;
 mod fleet;
+mod kills;
 mod producer;
 mod run;
 mod server;

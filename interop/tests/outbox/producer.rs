@@ -108,16 +108,16 @@ pub fn rollbacks(total: u64, seed: u64) -> BTreeSet<u64> {
 /// What the producing tasks share: the next transaction, what was rolled back.
 #[derive(Clone)]
 pub struct Producer {
-    pub journal: Journal,
-    pub client: ResilientClient,
-    pub database: Database,
+    journal: Journal,
+    client: ResilientClient,
+    database: Database,
     /// Where the intents go (the fault proxy in front of the server).
-    pub url: String,
+    url: String,
     /// The credential each intent is built with (and the journal strips).
-    pub token: String,
-    pub seed: u64,
-    pub total: u64,
-    pub rollbacks: Arc<BTreeSet<u64>>,
+    token: String,
+    seed: u64,
+    total: u64,
+    rollbacks: Arc<BTreeSet<u64>>,
     next: Arc<AtomicU64>,
     /// Transactions finished (committed or rolled back): the killer's clock.
     pub finished: Arc<AtomicU64>,
@@ -125,10 +125,8 @@ pub struct Producer {
 }
 
 impl Producer {
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         journal: Journal,
-        client: ResilientClient,
         database: Database,
         url: String,
         token: &str,
@@ -137,7 +135,8 @@ impl Producer {
     ) -> Producer {
         Producer {
             journal,
-            client,
+            // It only builds the requests the intents are decided from.
+            client: ResilientClient::new(),
             database,
             url,
             token: token.to_owned(),
@@ -254,4 +253,20 @@ impl Producer {
 
 fn order_id(i: u64) -> i64 {
     i64::try_from(i).expect("a transaction count below i64::MAX")
+}
+
+#[cfg(test)]
+mod table {
+    use super::*;
+
+    #[test]
+    fn exactly_a_fifth_rolls_back_drawn_by_the_seed() {
+        for (total, seed) in [(300, 31), (10_000, 31), (10_000, 32), (4, 31), (0, 31)] {
+            let drawn = rollbacks(total, seed);
+            assert_eq!(drawn.len() as u64, total / 5, "{total} transactions");
+            assert!(drawn.iter().all(|&i| i < total));
+            assert_eq!(drawn, rollbacks(total, seed));
+        }
+        assert_ne!(rollbacks(300, 31), rollbacks(300, 32));
+    }
 }

@@ -2,18 +2,16 @@
 //! fleet, the producers and the killer; then the drain and the evidence.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
-use reqwest_resilience::ResilientClient;
 use reqwest_resilience_journal::throwaway_postgres::{Durability, ThrowawayPostgres};
 use reqwest_resilience_journal::{IntentState, Journal, PostgresStore, SqliteStore};
 
 use crate::fault_proxy::FaultProxy;
 use crate::fleet::Fleet;
+use crate::kills;
 use crate::producer::{Database, Producer};
 use crate::server::PaymentsServer;
 use crate::verdict::{self, Evidence, Figures, Journaled, Problems};
@@ -22,8 +20,6 @@ use crate::verdict::{self, Evidence, Figures, Journaled, Problems};
 const RELAYS: usize = 2;
 /// Concurrent business transactions.
 const PRODUCERS: usize = 4;
-/// A kill lands up to this long (drawn) after its transaction count is reached.
-const KILL_JITTER_MS: u64 = 30;
 /// The bound on waiting for the producers (the killer's wait for its moments).
 const PRODUCE_TIME: Duration = Duration::from_secs(600);
 /// The drain after the kills: bounded in time.
@@ -81,45 +77,13 @@ pub async fn outbox_run(plan: Plan) -> Outcome {
 
     let producer = Producer::new(
         store.journal.clone(),
-        ResilientClient::new(),
         store.database.clone(),
         format!("http://{}/payments", proxy.addr),
         TOKEN,
         plan.seed,
         plan.transactions,
     );
-    let producing = Arc::new(AtomicBool::new(true));
-    let killer = {
-        let (finished, producing, relay_store) = (
-            producer.finished.clone(),
-            producing.clone(),
-            store.relay_arg.clone(),
-        );
-        tokio::task::spawn_blocking(move || {
-            let mut fleet = Fleet::start(&relay_store, RELAYS, plan.seed, TOKEN);
-            kill_along(&mut fleet, plan, &finished, &producing);
-            fleet
-        })
-    };
-    let mut producers = tokio::task::JoinSet::new();
-    for _ in 0..PRODUCERS {
-        producers.spawn(producer.clone().produce());
-    }
-    let produced = tokio::time::timeout(PRODUCE_TIME, async {
-        let mut all_ok = true;
-        while let Some(done) = producers.join_next().await {
-            all_ok &= done.is_ok();
-        }
-        all_ok
-    })
-    .await;
-    producing.store(false, Ordering::SeqCst);
-    let fleet = killer.await.expect("the killer thread");
-    assert_eq!(
-        produced,
-        Ok(true),
-        "the producers finished, without a panic"
-    );
+    let fleet = produce_amid_kills(&producer, &store.relay_arg, plan).await;
     let produced_in = started.elapsed();
 
     let open_after_drain = drain(&store.journal).await;
@@ -200,25 +164,44 @@ fn start_postgres() -> ThrowawayPostgres {
     }
 }
 
-/// The killer: `plan.kills` moments drawn among the transactions; when the
-/// producers have finished that many, after a drawn jitter, a drawn relay is
-/// killed with SIGKILL and started again. Kills still due when the producers
-/// are done land at once.
-fn kill_along(fleet: &mut Fleet, plan: Plan, finished: &AtomicU64, producing: &AtomicBool) {
-    // "kill" in ASCII: the killer's draws are not the proxy's.
-    let mut rng = StdRng::seed_from_u64(plan.seed ^ 0x6b69_6c6c);
-    let mut moments: Vec<u64> = (0..plan.kills)
-        .map(|_| rng.random_range(0..plan.transactions.max(1)))
-        .collect();
-    moments.sort_unstable();
-    for moment in moments {
-        while finished.load(Ordering::SeqCst) < moment && producing.load(Ordering::SeqCst) {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        std::thread::sleep(Duration::from_millis(rng.random_range(0..=KILL_JITTER_MS)));
-        let victim = rng.random_range(0..fleet.len());
-        fleet.kill_and_restart(victim);
+/// The relays start; the producers run every transaction while the killer
+/// kills relays among them. Returns the fleet, still relaying.
+async fn produce_amid_kills(producer: &Producer, relay_arg: &str, plan: Plan) -> Fleet {
+    let producing = Arc::new(AtomicBool::new(true));
+    let killer = {
+        let (finished, producing, relay_arg) = (
+            producer.finished.clone(),
+            producing.clone(),
+            relay_arg.to_owned(),
+        );
+        tokio::task::spawn_blocking(move || {
+            let mut fleet = Fleet::start(&relay_arg, RELAYS, plan.seed, TOKEN);
+            let kills = kills::schedule(plan.kills, plan.transactions, RELAYS, plan.seed);
+            kills::kill_along(&mut fleet, &kills, &finished, &producing);
+            fleet
+        })
+    };
+    let mut producers = tokio::task::JoinSet::new();
+    for _ in 0..PRODUCERS {
+        producers.spawn(producer.clone().produce());
     }
+    let produced = tokio::time::timeout(PRODUCE_TIME, async {
+        let mut all_ok = true;
+        while let Some(done) = producers.join_next().await {
+            all_ok &= done.is_ok();
+        }
+        all_ok
+    })
+    .await;
+    // The kills still due land now, then the killer hands the fleet back.
+    producing.store(false, Ordering::SeqCst);
+    let fleet = killer.await.expect("the killer thread");
+    assert_eq!(
+        produced,
+        Ok(true),
+        "the producers finished in time, without a panic"
+    );
+    fleet
 }
 
 /// Waits until no intent is open (queued, in flight or unknown), at most
@@ -317,8 +300,14 @@ impl fmt::Display for Outcome {
         }
         writeln!(
             f,
-            "journal:{states} most runs {}, slowest from enqueue to its state {}",
+            "journal:{states} most runs {}",
             worst(&figures.most_runs),
+        )?;
+        writeln!(
+            f,
+            "from enqueue to the final state: p50 {:.1?}, p99 {:.1?}, slowest {}",
+            figures.settled_p50,
+            figures.settled_p99,
             worst(&figures.slowest)
         )?;
         writeln!(f, "proxy: {}", self.faults)?;

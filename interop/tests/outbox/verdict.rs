@@ -207,6 +207,9 @@ pub struct Figures {
     pub most_runs: Option<(String, i64)>,
     /// The intent that took longest from its enqueue to its last change.
     pub slowest: Option<(String, Duration)>,
+    /// The median and the 99th percentile of that time over every intent.
+    pub settled_p50: Duration,
+    pub settled_p99: Duration,
 }
 
 pub fn figures(evidence: &Evidence) -> Figures {
@@ -235,6 +238,14 @@ pub fn figures(evidence: &Evidence) -> Figures {
         .iter()
         .max_by_key(|row| (row.settled_in, std::cmp::Reverse(row.key.as_str())))
         .map(|row| (row.key.clone(), row.settled_in));
+    let mut settled: Vec<Duration> = evidence.journal.iter().map(|r| r.settled_in).collect();
+    settled.sort_unstable();
+    let percentile = |p: usize| {
+        settled
+            .get((settled.len() * p).div_ceil(100).saturating_sub(1))
+            .copied()
+            .unwrap_or_default()
+    };
     Figures {
         committed: evidence.committed.len(),
         rolled_back: evidence.rolled_back.len(),
@@ -249,6 +260,8 @@ pub fn figures(evidence: &Evidence) -> Figures {
         most_sends,
         most_runs,
         slowest,
+        settled_p50: percentile(50),
+        settled_p99: percentile(99),
     }
 }
 
@@ -421,6 +434,8 @@ mod table {
                 most_sends: Some(("a".to_owned(), 2)),
                 most_runs: Some(("b".to_owned(), 4)),
                 slowest: Some(("a".to_owned(), Duration::from_secs(3))),
+                settled_p50: Duration::from_millis(5),
+                settled_p99: Duration::from_secs(3),
             }
         );
     }
