@@ -34,6 +34,8 @@ const UNKNOWN_RETRY_AFTER: Duration = Duration::from_millis(50);
 /// Claims before the journal abandons an intent: nearly half the proxy's
 /// connections fail, and every kill costs the claims it held a run.
 const MAX_RUNS: u32 = 100;
+/// How long a SQLite journal waits for the file's write lock.
+const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Intents one pass claims and sends concurrently.
 const BATCH: usize = 16;
 
@@ -77,7 +79,12 @@ async fn journal_builder(store: &str) -> Result<JournalBuilder, Box<dyn std::err
             .await?;
         Ok(Journal::builder(store))
     } else if let Some(path) = store.strip_prefix("sqlite:") {
-        Ok(Journal::builder(SqliteStore::open(path)?))
+        // Four producers and the other relay write to the file back to back,
+        // and SQLite's lock is not a queue: a long wait is not a failure.
+        let store = SqliteStore::builder(path)
+            .busy_timeout(SQLITE_BUSY_TIMEOUT)
+            .open()?;
+        Ok(Journal::builder(store))
     } else {
         Err(format!("a store is postgres:CONNINFO or sqlite:PATH, got {store:?}").into())
     }

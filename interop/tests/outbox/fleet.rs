@@ -1,7 +1,7 @@
 //! The relay fleet: `outbox_relay` child processes with stable worker names,
 //! each killed with SIGKILL and started again under its name.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Stdio};
 
 /// This package's relay binary.
@@ -22,18 +22,24 @@ impl Relay {
             // Its standard input is its lifeline: closed when this process ends.
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            // Read only when it fails to start: its error, the one thing it writes.
+            .stderr(Stdio::piped())
             .spawn()
             .expect("the outbox_relay binary starts");
         let mut line = String::new();
         BufReader::new(child.stdout.take().expect("piped stdout"))
             .read_line(&mut line)
             .expect("the relay's first line");
-        assert_eq!(
-            line.trim(),
-            format!("relaying as {name}"),
-            "relay {name} did not start"
-        );
+        if line.trim() != format!("relaying as {name}") {
+            let _ = child.kill();
+            let mut error = String::new();
+            let _ = child
+                .stderr
+                .take()
+                .expect("piped stderr")
+                .read_to_string(&mut error);
+            panic!("relay {name} did not start: {line:?}, {error:?}");
+        }
         Relay { child }
     }
 }

@@ -25,7 +25,7 @@ pub const ORDERS_TABLE: &str =
 
 /// How long a SQLite business transaction waits for the file's write lock
 /// (the relays, in other processes, write to the same file).
-const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Where the business transactions run: the database of the journal's table.
 #[derive(Debug, Clone)]
