@@ -9,6 +9,9 @@ mod files;
 #[cfg(feature = "postgres")]
 mod fleet;
 mod migrations;
+mod outbox;
+#[cfg(feature = "postgres")]
+mod outbox_postgres;
 mod refused;
 mod restart;
 mod resume;
