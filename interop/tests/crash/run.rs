@@ -30,7 +30,6 @@ const MAX_RUNS: u32 = 100;
 /// The resume after the run: bounded in passes and time.
 const RESUME_PASSES: usize = 600;
 const RESUME_TIME: Duration = Duration::from_secs(60);
-/// Every state a journaled intent can be in, to read them all back.
 const ACCOUNT: &str = "acct_interop";
 /// Above any run's intent count: `list` reads them all.
 const LIST_ALL: usize = 1_000_000;
