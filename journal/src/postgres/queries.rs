@@ -5,6 +5,13 @@
 
 use tokio_postgres::{Client, Statement};
 
+/// The channel outbox commits are announced on.
+macro_rules! channel {
+    () => {
+        "reqwest_resilience_journal"
+    };
+}
+
 /// The database's clock, in milliseconds since the Unix epoch.
 macro_rules! now_ms {
     () => {
@@ -162,6 +169,15 @@ const PRUNE: &str = concat!(
     " - $1"
 );
 
+/// Wakes the relays listening on the database (see `listen`). Sent after the
+/// caller's commit, outside its transaction: a `NOTIFY` inside it would take a
+/// database-wide lock at commit and serialise every committing business
+/// transaction.
+const ANNOUNCE: &str = concat!("SELECT pg_notify('", channel!(), "', '')");
+
+/// What a relay's store runs on its listening connection.
+pub(super) const LISTEN: &str = concat!("LISTEN ", channel!());
+
 /// The statements, prepared on one connection.
 #[derive(Debug)]
 pub(super) struct Statements {
@@ -189,7 +205,7 @@ impl Statements {
             backlog: client.prepare(BACKLOG).await?,
             abandon: client.prepare(ABANDON).await?,
             prune: client.prepare(PRUNE).await?,
-            announce: client.prepare(super::listen::ANNOUNCE).await?,
+            announce: client.prepare(ANNOUNCE).await?,
         })
     }
 }
