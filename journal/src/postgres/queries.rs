@@ -102,11 +102,11 @@ pub(super) const TAKE_OVER: &str = concat!(
 );
 
 /// `$1` state, `$2` status, `$3` locator, `$4` detail, `$5` due in ms, `$6` key,
-/// `$7` fence, `$8` in_flight.
+/// `$7` fence, `$8` in_flight, `$9` runs given back.
 pub(super) const RECORD: &str = concat!(
     "UPDATE journal_intents
      SET state = $1, status = COALESCE($2, status), locator = $3, detail = $4,
-         due_at_ms = ",
+         runs = runs - $9, due_at_ms = ",
     now_ms!(),
     " + $5, lease_until_ms = NULL, updated_ms = ",
     now_ms!(),

@@ -10,6 +10,7 @@ mod files;
 mod fleet;
 mod migrations;
 mod outbox;
+mod outbox_outage;
 #[cfg(feature = "postgres")]
 mod outbox_postgres;
 mod refused;
