@@ -264,3 +264,66 @@ async fn an_sqlx_transaction_enqueues_and_rolls_back_with_the_order() {
     assert!(server.seen_with_key(dropped.key()).is_empty());
     assert!(journal.get(dropped.key()).await.unwrap().is_none());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_commit_keeps_the_order_and_its_intent_together() {
+    use crate::support::proxy::{Cut, Proxy};
+
+    let Some(db) = database("outbox_pg_cut_commit").await else {
+        return;
+    };
+    let journal = journal(&db.conninfo, "relay").await;
+    let server = Server::start().await;
+    let client = client(3);
+    let config: tokio_postgres::Config = db.conninfo.parse().unwrap();
+    let upstream = config.get_ports().first().copied().expect("a port");
+    let options = config.get_options().expect("the test schema's search_path");
+    let proxy = Proxy::start(upstream).await;
+    let through_proxy = format!("{} options='{options}'", proxy.conninfo());
+
+    let mut committed = Vec::new();
+    for (id, cut) in [Cut::AfterCommit, Cut::BeforeCommit]
+        .into_iter()
+        .cycle()
+        .take(6)
+        .enumerate()
+    {
+        let id = i64::try_from(id).unwrap();
+        let (mut business, connection) =
+            tokio_postgres::connect(&through_proxy, tokio_postgres::NoTls)
+                .await
+                .unwrap();
+        tokio::spawn(connection);
+        let intent = journal.outbox(client.post(&server.url).body("{}")).unwrap();
+        let tx = business.transaction().await.unwrap();
+        tx.execute(
+            "INSERT INTO orders (id, payment_key) VALUES ($1, $2)",
+            &[&id, &intent.key()],
+        )
+        .await
+        .unwrap();
+        intent.enqueue_tokio_postgres(&tx).await.unwrap();
+        proxy.arm(cut);
+        assert!(tx.commit().await.is_err(), "the COMMIT's answer is lost");
+        assert!(proxy.fired());
+
+        // The caller does not know whether it committed; the intent's row says.
+        let order: bool = db
+            .business
+            .query_one("SELECT EXISTS (SELECT 1 FROM orders WHERE id = $1)", &[&id])
+            .await
+            .unwrap()
+            .get(0);
+        let journaled = journal.get(intent.key()).await.unwrap().is_some();
+        assert_eq!(order, journaled, "order {id}: both or neither");
+        assert_eq!(order, cut == Cut::AfterCommit, "order {id}");
+        if order {
+            committed.push(intent.key().to_owned());
+        }
+    }
+    journal.resumer(&client).drain().await.unwrap();
+    assert_eq!(server.seen().len(), committed.len());
+    for key in &committed {
+        assert_eq!(server.effects_with_key(key), 1);
+    }
+}
