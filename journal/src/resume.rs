@@ -11,7 +11,10 @@
 //! Results: 2xx/3xx → `succeeded`; 409 (in progress) or another unknown outcome →
 //! `unknown` again with a later due time; 422 and other definite answers →
 //! `failed`; past the retention, or more runs than allowed → `abandoned` without
-//! sending.
+//! sending. A run that provably did nothing at the server (a gate or the budget
+//! held it back, the connection was refused, 408, 429) is given back: due again
+//! later, back to `queued` if no run was ever performed, and not counted toward
+//! the max runs — an outage never wears a committed intent down to `abandoned`.
 //!
 //! At start-up, [`Resumer::drain`] resumes until nothing is due; with a stable
 //! worker name ([`JournalBuilder::worker_name`](crate::JournalBuilder::worker_name))
@@ -99,6 +102,10 @@ pub struct ResumeReport {
     pub unknown: usize,
     /// Abandoned without sending (retention over, too many runs).
     pub abandoned: usize,
+    /// Held back or refused before anything happened at the server (a gate,
+    /// the budget, a refused connection, 408, 429): due again later, the run
+    /// not counted toward the max runs.
+    pub not_performed: usize,
     /// Results dropped because the lease was taken over meanwhile.
     pub lease_lost: usize,
     /// Results that could not be written (the lease will expire and the intent
@@ -126,6 +133,7 @@ impl ResumeReport {
         self.failed += other.failed;
         self.unknown += other.unknown;
         self.abandoned += other.abandoned;
+        self.not_performed += other.not_performed;
         self.lease_lost += other.lease_lost;
         self.errors += other.errors;
     }
@@ -139,6 +147,7 @@ impl ResumeReport {
                 Outcome::Failed { .. } => self.failed += 1,
                 Outcome::Unknown { .. } => self.unknown += 1,
                 Outcome::Abandoned { .. } => self.abandoned += 1,
+                Outcome::NotPerformed { .. } => self.not_performed += 1,
             },
         }
     }
@@ -334,6 +343,19 @@ impl Resumer {
             Err(error) if error.is_invalid_request() => Outcome::Failed {
                 status: None,
                 reason: format!("stored request cannot be sent: {error}"),
+            },
+            // Nothing happened at the server: due again, the run given back.
+            Err(error) if !error.is_outcome_unknown() => Outcome::NotPerformed {
+                queued: record.runs <= 1,
+                status: error.last_status().map(|s| s.as_u16()),
+                retry_in: retry_after.max(
+                    error
+                        .gate_refusal()
+                        .and_then(|refusal| refusal.retry_after())
+                        .or(error.retry_after())
+                        .unwrap_or_default(),
+                ),
+                reason: error.reason().as_str().to_owned(),
             },
             Err(error) => unknown(
                 error.last_status(),
