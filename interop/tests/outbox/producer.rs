@@ -4,7 +4,7 @@
 //! commits (and wakes the relays) or, by a seeded draw, rolls back.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -152,60 +152,64 @@ impl Producer {
     /// One producing task on its own connection: transactions until none is left.
     pub async fn produce(self) {
         match self.database.clone() {
-            Database::Postgres { conninfo } => {
-                let (mut pg, connection) = tokio_postgres::connect(&conninfo, NoTls)
-                    .await
-                    .expect("a producer's connection");
-                tokio::spawn(connection);
-                while let Some(i) = self.take() {
-                    let (order, intent) = self.decide(i);
-                    let tx = pg.transaction().await.expect("begin");
-                    tx.execute(
-                        "INSERT INTO orders (id, key, amount) VALUES ($1, $2, $3)",
-                        &[&order_id(i), &order.key, &order.amount],
-                    )
-                    .await
-                    .expect("the order row");
-                    intent
-                        .enqueue_tokio_postgres(&tx)
-                        .await
-                        .expect("the intent enqueued");
-                    if self.rolls_back(i) {
-                        tx.rollback().await.expect("rollback");
-                    } else {
-                        tx.commit().await.expect("commit");
-                    }
-                    self.finish(i, order).await;
-                }
+            Database::Postgres { conninfo } => self.on_postgres(&conninfo).await,
+            Database::Sqlite { path } => self.on_sqlite(&path).await,
+        }
+    }
+
+    async fn on_postgres(&self, conninfo: &str) {
+        let (mut pg, connection) = tokio_postgres::connect(conninfo, NoTls)
+            .await
+            .expect("a producer's connection");
+        tokio::spawn(connection);
+        while let Some(i) = self.take() {
+            let (order, intent) = self.decide(i);
+            let tx = pg.transaction().await.expect("begin");
+            tx.execute(
+                "INSERT INTO orders (id, key, amount) VALUES ($1, $2, $3)",
+                &[&order_id(i), &order.key, &order.amount],
+            )
+            .await
+            .expect("the order row");
+            intent
+                .enqueue_tokio_postgres(&tx)
+                .await
+                .expect("the intent enqueued");
+            if self.rolls_back(i) {
+                tx.rollback().await.expect("rollback");
+            } else {
+                tx.commit().await.expect("commit");
             }
-            Database::Sqlite { path } => {
-                let mut conn = rusqlite::Connection::open(&path).expect("open the journal's file");
-                conn.busy_timeout(SQLITE_BUSY_TIMEOUT)
-                    .expect("a busy timeout");
-                while let Some(i) = self.take() {
-                    let (order, intent) = self.decide(i);
-                    // rusqlite blocks (on the file's lock, too): off the runtime's turn.
-                    tokio::task::block_in_place(|| {
-                        // The write lock at once: a deferred transaction that
-                        // upgrades could meet a relay's write and fail busy.
-                        let tx = conn
-                            .transaction_with_behavior(TransactionBehavior::Immediate)
-                            .expect("begin");
-                        tx.execute(
-                            "INSERT INTO orders (id, key, amount) VALUES (?1, ?2, ?3)",
-                            rusqlite::params![order_id(i), order.key, order.amount],
-                        )
-                        .expect("the order row");
-                        intent.enqueue_rusqlite(&tx).expect("the intent enqueued");
-                        if self.rolls_back(i) {
-                            tx.rollback().expect("rollback");
-                        } else {
-                            tx.commit().expect("commit");
-                        }
-                    });
-                    self.finish(i, order).await;
+            self.finish(i, order).await;
+        }
+    }
+
+    async fn on_sqlite(&self, path: &Path) {
+        let mut conn = rusqlite::Connection::open(path).expect("open the journal's file");
+        conn.busy_timeout(SQLITE_BUSY_TIMEOUT)
+            .expect("a busy timeout");
+        while let Some(i) = self.take() {
+            let (order, intent) = self.decide(i);
+            // rusqlite blocks (on the file's lock, too): off the runtime's turn.
+            tokio::task::block_in_place(|| {
+                // The write lock at once: a deferred transaction that upgrades
+                // could meet a relay's write and fail busy.
+                let tx = conn
+                    .transaction_with_behavior(TransactionBehavior::Immediate)
+                    .expect("begin");
+                tx.execute(
+                    "INSERT INTO orders (id, key, amount) VALUES (?1, ?2, ?3)",
+                    rusqlite::params![order_id(i), order.key, order.amount],
+                )
+                .expect("the order row");
+                intent.enqueue_rusqlite(&tx).expect("the intent enqueued");
+                if self.rolls_back(i) {
+                    tx.rollback().expect("rollback");
+                } else {
+                    tx.commit().expect("commit");
                 }
-            }
+            });
+            self.finish(i, order).await;
         }
     }
 
