@@ -23,7 +23,7 @@ const PRODUCERS: usize = 4;
 /// The bound on waiting for the producers (the killer's wait for its moments).
 const PRODUCE_TIME: Duration = Duration::from_secs(600);
 /// The drain after the kills: bounded in time.
-const DRAIN_TIME: Duration = Duration::from_secs(120);
+const DRAIN_TIME: Duration = Duration::from_secs(300);
 const DRAIN_POLL: Duration = Duration::from_millis(100);
 /// The credential the intents are built with and the relays add back.
 const TOKEN: &str = "outbox-interop-token";
