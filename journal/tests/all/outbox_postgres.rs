@@ -307,17 +307,27 @@ async fn a_cut_commit_keeps_the_order_and_its_intent_together() {
         assert!(tx.commit().await.is_err(), "the COMMIT's answer is lost");
         assert!(proxy.fired());
 
-        // The caller does not know whether it committed; the intent's row says.
-        let order: bool = db
-            .business
-            .query_one("SELECT EXISTS (SELECT 1 FROM orders WHERE id = $1)", &[&id])
-            .await
-            .unwrap()
-            .get(0);
-        let journaled = journal.get(intent.key()).await.unwrap().is_some();
-        assert_eq!(order, journaled, "order {id}: both or neither");
-        assert_eq!(order, cut == Cut::AfterCommit, "order {id}");
-        if order {
+        // The caller does not know whether it committed; the intent's row says,
+        // in every snapshot (read in one statement, now and once the server is
+        // surely done with the COMMIT it may have received).
+        for look in 0..2 {
+            let row = db
+                .business
+                .query_one(
+                    "SELECT EXISTS (SELECT 1 FROM orders WHERE id = $1),
+                            EXISTS (SELECT 1 FROM journal_intents WHERE key = $2)",
+                    &[&id, &intent.key()],
+                )
+                .await
+                .unwrap();
+            let (order, journaled): (bool, bool) = (row.get(0), row.get(1));
+            assert_eq!(order, journaled, "order {id}, look {look}: both or neither");
+            if cut == Cut::BeforeCommit {
+                assert!(!order, "order {id}: the server never saw the COMMIT");
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        if journal.get(intent.key()).await.unwrap().is_some() {
             committed.push(intent.key().to_owned());
         }
     }
