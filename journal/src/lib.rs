@@ -146,6 +146,7 @@ mod outbox;
 mod record;
 mod resume;
 mod row;
+mod run_outcome;
 mod state;
 mod store;
 mod unrecorded;

@@ -25,16 +25,15 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use http::StatusCode;
 use reqwest_resilience::{RequestBuilder, ResilientClient};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::backlog::Backlog;
-use crate::durable::{final_response, unknown};
 use crate::error::JournalError;
 use crate::journal::Journal;
 use crate::record::{Claimed, IntentRecord, Outcome};
+use crate::run_outcome::{run_outcome, GaveUp, RunEnd};
 
 /// The shortest resend worth making: below it the retention (or lease) is
 /// treated as over.
@@ -332,38 +331,30 @@ impl Resumer {
             request = resign(request, record);
         }
         let retry_after = self.journal.settings().unknown_retry_after;
-        match request.send().await {
-            Ok(response) if response.status() == StatusCode::CONFLICT => unknown(
-                Some(response.status()),
-                retry_after,
-                None,
-                "409 in progress",
-            ),
-            Ok(response) => final_response(Some(response.status()), Some(response.headers())),
-            Err(error) if error.is_invalid_request() => Outcome::Failed {
-                status: None,
-                reason: format!("stored request cannot be sent: {error}"),
+        let end = match request.send().await {
+            Ok(response) => {
+                return run_outcome(
+                    RunEnd::Response(response.status(), response.headers()),
+                    record.runs,
+                    retry_after,
+                )
+            }
+            Err(error) => GaveUp {
+                invalid_request: error.is_invalid_request(),
+                outcome_unknown: error.is_outcome_unknown(),
+                status: error.last_status(),
+                wait_hint: error
+                    .gate_refusal()
+                    .and_then(|refusal| refusal.retry_after())
+                    .or(error.retry_after()),
+                reason: if error.is_invalid_request() {
+                    error.to_string()
+                } else {
+                    error.reason().as_str().to_owned()
+                },
             },
-            // Nothing happened at the server: due again, the run given back.
-            Err(error) if !error.is_outcome_unknown() => Outcome::NotPerformed {
-                queued: record.runs <= 1,
-                status: error.last_status().map(|s| s.as_u16()),
-                retry_in: retry_after.max(
-                    error
-                        .gate_refusal()
-                        .and_then(|refusal| refusal.retry_after())
-                        .or(error.retry_after())
-                        .unwrap_or_default(),
-                ),
-                reason: error.reason().as_str().to_owned(),
-            },
-            Err(error) => unknown(
-                error.last_status(),
-                retry_after,
-                error.retry_after(),
-                error.reason().as_str(),
-            ),
-        }
+        };
+        run_outcome(RunEnd::GaveUp(end), record.runs, retry_after)
     }
 
     /// Runs passes in the background until stopped: back to back while

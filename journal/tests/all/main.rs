@@ -13,6 +13,7 @@ mod outbox;
 mod outbox_outage;
 #[cfg(feature = "postgres")]
 mod outbox_postgres;
+mod outbox_processes;
 mod refused;
 mod restart;
 mod resume;

@@ -13,7 +13,7 @@ use crate::support::server::{Act, Server};
 crate::e2e_on_both_backends!(an_outage_longer_than_the_max_runs_never_abandons_a_committed_intent);
 
 /// Enqueues `intent` on the backend's database, in a transaction of its own.
-async fn enqueue(backend: &Backend, intent: &OutboxIntent) {
+pub async fn enqueue(backend: &Backend, intent: &OutboxIntent) {
     match backend {
         Backend::Sqlite(path) => {
             let mut conn = rusqlite::Connection::open(path).unwrap();

@@ -307,17 +307,27 @@ async fn a_cut_commit_keeps_the_order_and_its_intent_together() {
         assert!(tx.commit().await.is_err(), "the COMMIT's answer is lost");
         assert!(proxy.fired());
 
-        // The caller does not know whether it committed; the intent's row says.
-        let order: bool = db
-            .business
-            .query_one("SELECT EXISTS (SELECT 1 FROM orders WHERE id = $1)", &[&id])
-            .await
-            .unwrap()
-            .get(0);
-        let journaled = journal.get(intent.key()).await.unwrap().is_some();
-        assert_eq!(order, journaled, "order {id}: both or neither");
-        assert_eq!(order, cut == Cut::AfterCommit, "order {id}");
-        if order {
+        // The caller does not know whether it committed; the intent's row says,
+        // in every snapshot (read in one statement, now and once the server is
+        // surely done with the COMMIT it may have received).
+        for look in 0..2 {
+            let row = db
+                .business
+                .query_one(
+                    "SELECT EXISTS (SELECT 1 FROM orders WHERE id = $1),
+                            EXISTS (SELECT 1 FROM journal_intents WHERE key = $2)",
+                    &[&id, &intent.key()],
+                )
+                .await
+                .unwrap();
+            let (order, journaled): (bool, bool) = (row.get(0), row.get(1));
+            assert_eq!(order, journaled, "order {id}, look {look}: both or neither");
+            if cut == Cut::BeforeCommit {
+                assert!(!order, "order {id}: the server never saw the COMMIT");
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        if journal.get(intent.key()).await.unwrap().is_some() {
             committed.push(intent.key().to_owned());
         }
     }
@@ -326,4 +336,73 @@ async fn a_cut_commit_keeps_the_order_and_its_intent_together() {
     for key in &committed {
         assert_eq!(server.effects_with_key(key), 1);
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thirty_two_producers_and_two_relays_send_each_intent_once() {
+    const PRODUCERS: i64 = 32;
+    const EACH: i64 = 5;
+    let Some(db) = database("outbox_pg_32").await else {
+        return;
+    };
+    let server = Server::start().await;
+    let client = client(3);
+    let relays: Vec<_> = futures_util::future::join_all(
+        ["relay-a", "relay-b"].map(|name| journal(&db.conninfo, name)),
+    )
+    .await
+    .into_iter()
+    .map(|relay| relay.resumer(&client).spawn(POLL))
+    .collect();
+    let producer = journal(&db.conninfo, "producer").await;
+
+    let mut tasks = tokio::task::JoinSet::new();
+    for p in 0..PRODUCERS {
+        let (conninfo, producer, client, url) = (
+            db.conninfo.clone(),
+            producer.clone(),
+            client.clone(),
+            server.url.clone(),
+        );
+        tasks.spawn(async move {
+            let (mut business, connection) =
+                tokio_postgres::connect(&conninfo, tokio_postgres::NoTls)
+                    .await
+                    .unwrap();
+            tokio::spawn(connection);
+            for n in 0..EACH {
+                let id = p * EACH + n;
+                let intent = producer
+                    .outbox(client.post(&url).body(format!("{{\"order\":{id}}}")))
+                    .unwrap();
+                let tx = business.transaction().await.unwrap();
+                tx.execute(
+                    "INSERT INTO orders (id, payment_key) VALUES ($1, $2)",
+                    &[&id, &intent.key()],
+                )
+                .await
+                .unwrap();
+                intent.enqueue_tokio_postgres(&tx).await.unwrap();
+                tx.commit().await.unwrap();
+                producer.wake_relays().await;
+            }
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done.unwrap();
+    }
+    let total = usize::try_from(PRODUCERS * EACH).unwrap();
+    tokio::time::timeout(PROMPT * 3, server.wait_for_effects(total))
+        .await
+        .expect("every committed intent sent, woken (the poll is a minute)");
+    let mut sent = 0;
+    for relay in relays {
+        sent += relay.stop().await.succeeded;
+    }
+    assert_eq!(sent, total, "each intent claimed by one relay");
+    let seen = server.seen();
+    assert_eq!(seen.len(), total, "one request per intent");
+    let keys: std::collections::HashSet<_> = seen.iter().filter_map(|s| s.key.clone()).collect();
+    assert_eq!(keys.len(), total, "every request its own key");
+    assert_eq!(orders(&db).await, PRODUCERS * EACH);
 }
