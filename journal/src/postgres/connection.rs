@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use tokio_postgres::{Client, Config, NoTls};
+use tokio_postgres::tls::NoTlsStream;
+use tokio_postgres::{Client, Config, Connection, NoTls, Socket};
 
 use super::driver::driver;
 use super::migrate::migrate;
@@ -35,19 +36,27 @@ impl Timeouts {
     }
 }
 
-/// Connects (bounded by the connect timeout), spawns the connection task,
-/// migrates and prepares.
-pub(super) async fn connect(config: &Config, timeouts: Timeouts) -> Result<Live, JournalError> {
+/// A connection and the task that drives it (the caller polls or spawns it),
+/// connected within the connect timeout.
+pub(super) type Connected = (Client, Connection<Socket, NoTlsStream>);
+
+/// Connects, bounded by the connect timeout.
+pub(super) async fn open(config: &Config, timeouts: Timeouts) -> Result<Connected, JournalError> {
     let mut config = config.clone();
     config.connect_timeout(timeouts.connect);
-    let connecting = config.connect(NoTls);
-    let (mut client, connection) = tokio::time::timeout(timeouts.connect, connecting)
+    tokio::time::timeout(timeouts.connect, config.connect(NoTls))
         .await
         .map_err(|_| JournalError::Timeout {
             operation: "connect",
             after: timeouts.connect,
         })?
-        .map_err(driver)?;
+        .map_err(driver)
+}
+
+/// Connects (bounded by the connect timeout), spawns the connection task,
+/// migrates and prepares.
+pub(super) async fn connect(config: &Config, timeouts: Timeouts) -> Result<Live, JournalError> {
+    let (mut client, connection) = open(config, timeouts).await?;
     tokio::spawn(async move {
         match connection.await {
             Ok(()) => {

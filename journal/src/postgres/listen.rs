@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Notify;
-use tokio_postgres::{AsyncMessage, Config, NoTls};
+use tokio_postgres::{AsyncMessage, Config};
 
-use super::connection::Timeouts;
+use super::connection::{open, Timeouts};
 use super::driver::driver;
 use super::queries::LISTEN;
 use crate::error::JournalError;
@@ -50,14 +50,7 @@ async fn listen_once(
     timeouts: Timeouts,
     wake: &Notify,
 ) -> Result<(), JournalError> {
-    let connecting = config.connect(NoTls);
-    let (client, mut connection) = tokio::time::timeout(timeouts.connect, connecting)
-        .await
-        .map_err(|_| JournalError::Timeout {
-            operation: "connect",
-            after: timeouts.connect,
-        })?
-        .map_err(driver)?;
+    let (client, mut connection) = open(config, timeouts).await?;
     let messages = async {
         loop {
             match std::future::poll_fn(|cx| connection.poll_message(cx)).await {

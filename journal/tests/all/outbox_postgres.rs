@@ -53,15 +53,24 @@ async fn orders(db: &Database) -> i64 {
         .get(0)
 }
 
-async fn order_with_payment(db: &mut Database, id: i64, intent: &OutboxIntent, commit: bool) {
-    let tx = db.business.transaction().await.unwrap();
+/// The business transaction's two statements: the order, and its payment's enqueue.
+async fn insert_order_and_payment(
+    tx: &tokio_postgres::Transaction<'_>,
+    id: i64,
+    intent: &OutboxIntent,
+) {
     tx.execute(
         "INSERT INTO orders (id, payment_key) VALUES ($1, $2)",
         &[&id, &intent.key()],
     )
     .await
     .unwrap();
-    intent.enqueue_tokio_postgres(&tx).await.unwrap();
+    intent.enqueue_tokio_postgres(tx).await.unwrap();
+}
+
+async fn order_with_payment(db: &mut Database, id: i64, intent: &OutboxIntent, commit: bool) {
+    let tx = db.business.transaction().await.unwrap();
+    insert_order_and_payment(&tx, id, intent).await;
     if commit {
         tx.commit().await.unwrap();
     } else {
@@ -296,13 +305,7 @@ async fn a_cut_commit_keeps_the_order_and_its_intent_together() {
         tokio::spawn(connection);
         let intent = journal.outbox(client.post(&server.url).body("{}")).unwrap();
         let tx = business.transaction().await.unwrap();
-        tx.execute(
-            "INSERT INTO orders (id, payment_key) VALUES ($1, $2)",
-            &[&id, &intent.key()],
-        )
-        .await
-        .unwrap();
-        intent.enqueue_tokio_postgres(&tx).await.unwrap();
+        insert_order_and_payment(&tx, id, &intent).await;
         proxy.arm(cut);
         assert!(tx.commit().await.is_err(), "the COMMIT's answer is lost");
         assert!(proxy.fired());
@@ -376,13 +379,7 @@ async fn thirty_two_producers_and_two_relays_send_each_intent_once() {
                     .outbox(client.post(&url).body(format!("{{\"order\":{id}}}")))
                     .unwrap();
                 let tx = business.transaction().await.unwrap();
-                tx.execute(
-                    "INSERT INTO orders (id, payment_key) VALUES ($1, $2)",
-                    &[&id, &intent.key()],
-                )
-                .await
-                .unwrap();
-                intent.enqueue_tokio_postgres(&tx).await.unwrap();
+                insert_order_and_payment(&tx, id, &intent).await;
                 tx.commit().await.unwrap();
                 producer.wake_relays().await;
             }
