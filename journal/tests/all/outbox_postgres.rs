@@ -2,6 +2,7 @@
 //! transaction, or by the driver-neutral statement; relays on other
 //! connections woken by `NOTIFY`, also after their listening connection was cut.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use reqwest_resilience_journal::{
@@ -342,7 +343,7 @@ async fn a_cut_commit_keeps_the_order_and_its_intent_together() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn thirty_two_producers_and_two_relays_send_each_intent_once() {
+async fn thirty_two_producers_and_two_relays_pay_each_committed_order_once() {
     const PRODUCERS: i64 = 32;
     const EACH: i64 = 5;
     let Some(db) = database("outbox_pg_32").await else {
@@ -373,6 +374,7 @@ async fn thirty_two_producers_and_two_relays_send_each_intent_once() {
                     .await
                     .unwrap();
             tokio::spawn(connection);
+            let mut keys = Vec::new();
             for n in 0..EACH {
                 let id = p * EACH + n;
                 let intent = producer
@@ -382,24 +384,44 @@ async fn thirty_two_producers_and_two_relays_send_each_intent_once() {
                 insert_order_and_payment(&tx, id, &intent).await;
                 tx.commit().await.unwrap();
                 producer.wake_relays().await;
+                keys.push(intent.key().to_owned());
             }
+            keys
         });
     }
+    let mut committed = HashSet::new();
     while let Some(done) = tasks.join_next().await {
-        done.unwrap();
+        committed.extend(done.unwrap());
     }
     let total = usize::try_from(PRODUCERS * EACH).unwrap();
     tokio::time::timeout(PROMPT * 3, server.wait_for_effects(total))
         .await
         .expect("every committed intent sent, woken (the poll is a minute)");
-    let mut sent = 0;
-    for relay in relays {
-        sent += relay.stop().await.succeeded;
+    // The relays record each result after its send: wait for the last records.
+    for _ in 0..100 {
+        if producer
+            .list(IntentState::Succeeded, total + 1)
+            .await
+            .unwrap()
+            .len()
+            == total
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert_eq!(sent, total, "each intent claimed by one relay");
+    let mut reports = Vec::new();
+    for relay in relays {
+        reports.push(relay.stop().await);
+    }
+    let claimed: usize = reports.iter().map(|r| r.claimed).sum();
+    assert!(claimed >= total, "every intent claimed: {reports:?}");
+    // Exactly the committed keys reached the server, each paid once. (A result
+    // a loaded machine could not record in time is sent again under its key
+    // once its lease ends; that is allowed, never a second payment.)
     let seen = server.seen();
-    assert_eq!(seen.len(), total, "one request per intent");
-    let keys: std::collections::HashSet<_> = seen.iter().filter_map(|s| s.key.clone()).collect();
-    assert_eq!(keys.len(), total, "every request its own key");
+    let sent_keys: HashSet<String> = seen.iter().filter_map(|s| s.key.clone()).collect();
+    assert_eq!(sent_keys, committed, "{reports:?}");
+    assert_eq!(server.effects(), total);
     assert_eq!(orders(&db).await, PRODUCERS * EACH);
 }
