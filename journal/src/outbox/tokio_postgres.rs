@@ -1,5 +1,6 @@
 //! The enqueue on a tokio-postgres client or transaction (feature `postgres`).
 
+use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::GenericClient;
 
 use super::statement::{Columns, POSTGRES};
@@ -12,6 +13,9 @@ impl OutboxIntent {
     /// `tokio_postgres::Transaction`, on the journal's database, so the intent
     /// commits or rolls back with your changes. Returns the key.
     ///
+    /// The statement goes with its parameter types (`query_typed`): one round
+    /// trip, no separate prepare.
+    ///
     /// # Errors
     /// [`JournalError::DuplicateKey`] when the key is already journaled (no row
     /// was inserted; the transaction is still usable); [`JournalError::Storage`]
@@ -21,23 +25,21 @@ impl OutboxIntent {
         C: GenericClient + Sync,
     {
         let c = Columns::of(&self.intent);
-        let rows = client
-            .execute(
-                POSTGRES,
-                &[
-                    &c.key,
-                    &c.key_on_wire,
-                    &c.method,
-                    &c.url,
-                    &c.headers,
-                    &c.body,
-                    &c.deadline_ms,
-                    &c.retention_ms,
-                    &c.state,
-                ],
-            )
+        let params: [(&(dyn ToSql + Sync), Type); 9] = [
+            (&c.key, Type::TEXT),
+            (&c.key_on_wire, Type::BOOL),
+            (&c.method, Type::TEXT),
+            (&c.url, Type::TEXT),
+            (&c.headers, Type::BYTEA),
+            (&c.body, Type::BYTEA),
+            (&c.deadline_ms, Type::INT8),
+            (&c.retention_ms, Type::INT8),
+            (&c.state, Type::TEXT),
+        ];
+        let inserted = client
+            .query_typed(POSTGRES, &params)
             .await
             .map_err(driver)?;
-        self.inserted(rows)
+        self.inserted(u64::try_from(inserted.len()).unwrap_or(u64::MAX))
     }
 }

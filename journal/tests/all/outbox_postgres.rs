@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use reqwest_resilience_journal::{
-    Dialect, IntentState, Journal, OutboxIntent, OutboxValue, PostgresStore,
+    Dialect, IntentState, Journal, JournalError, OutboxIntent, OutboxValue, PostgresStore,
 };
 use tokio_postgres::types::ToSql;
 
@@ -105,6 +105,25 @@ async fn committed_enqueues_are_sent_once_and_rolled_back_ones_never() {
     assert_eq!(orders(&db).await, committed.len() as i64);
     let queued = producer.list(IntentState::Queued, 100).await.unwrap();
     assert_eq!(queued.len(), committed.len());
+
+    // A key already journaled is refused; the transaction stays usable.
+    let again = producer
+        .outbox(client.post(&server.url).idempotency_key(&committed[0]))
+        .unwrap();
+    let tx = db.business.transaction().await.unwrap();
+    let refused = again.enqueue_tokio_postgres(&tx).await.unwrap_err();
+    assert!(
+        matches!(refused, JournalError::DuplicateKey { .. }),
+        "{refused}"
+    );
+    tx.execute(
+        "INSERT INTO orders (id, payment_key) VALUES (100, 'x')",
+        &[],
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(orders(&db).await, committed.len() as i64 + 1);
 
     let relay = journal(&db.conninfo, "relay").await;
     let report = relay
