@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use reqwest_resilience::ResilientClient;
-use reqwest_resilience_journal::{Journal, OutboxIntent};
+use reqwest_resilience_journal::{Dialect, Journal, OutboxIntent, OutboxValue};
+use tokio_postgres::types::ToSql;
 
 /// The request each intent stands for (the relay re-signs it).
 const BODY: &[u8] = br#"{"amount":500,"currency":"EUR","order":"p12","customer":"c-1842"}"#;
@@ -24,8 +25,13 @@ const INSERT_ORDER_SQLITE: &str = "INSERT INTO p12_orders (id, amount) VALUES (?
 pub enum Txn {
     /// `BEGIN; INSERT INTO p12_orders …; COMMIT`.
     Order,
+    /// Two order rows: what any second statement of the same kind costs.
+    TwoOrders,
     /// The same, and the intent's enqueue before `COMMIT`.
     OrderAndIntent,
+    /// As [`Txn::OrderAndIntent`], the enqueue through its driver-neutral
+    /// statement prepared once per connection (no parse, no plan per call).
+    IntentPrepared,
     /// As [`Txn::OrderAndIntent`], and `pg_notify` inside the transaction: the
     /// wake-up the issue measures before choosing against it.
     IntentNotifyInside,
@@ -38,14 +44,25 @@ impl Txn {
     pub fn name(self) -> &'static str {
         match self {
             Txn::Order => "order only",
+            Txn::TwoOrders => "two order rows",
             Txn::OrderAndIntent => "order + enqueue",
+            Txn::IntentPrepared => "order + enqueue, statement prepared once",
             Txn::IntentNotifyInside => "order + enqueue + pg_notify inside",
             Txn::IntentWakeAfter => "order + enqueue, wake_relays() after COMMIT",
         }
     }
 
+    /// What this kind is measured against: the plain order, or — for a
+    /// wake-up — the plain enqueue.
+    pub fn against(self) -> Txn {
+        match self {
+            Txn::IntentNotifyInside | Txn::IntentWakeAfter => Txn::OrderAndIntent,
+            _ => Txn::Order,
+        }
+    }
+
     fn enqueues(self) -> bool {
-        self != Txn::Order
+        !matches!(self, Txn::Order | Txn::TwoOrders)
     }
 }
 
@@ -78,6 +95,8 @@ pub struct Committed {
 /// One PostgreSQL connection of the application's, committing orders.
 pub struct PgProducer {
     conn: tokio_postgres::Client,
+    /// The enqueue's statement, prepared on this connection.
+    enqueue: tokio_postgres::Statement,
     outbox: Outbox,
 }
 
@@ -87,7 +106,13 @@ impl PgProducer {
             .await
             .unwrap_or_else(|error| panic!("P12: a producer's connection: {error}"));
         tokio::spawn(connection);
-        PgProducer { conn, outbox }
+        let sql = outbox.intent().statement(Dialect::Postgres).sql;
+        let enqueue = conn.prepare(sql).await.expect("P12 prepare the enqueue");
+        PgProducer {
+            conn,
+            enqueue,
+            outbox,
+        }
     }
 
     /// Runs one business transaction of kind `txn`, as an application writes
@@ -99,11 +124,31 @@ impl PgProducer {
         tx.execute(INSERT_ORDER_PG, &[&id, &AMOUNT])
             .await
             .expect("P12 INSERT order");
-        if let Some(intent) = &intent {
-            intent
-                .enqueue_tokio_postgres(&tx)
+        if txn == Txn::TwoOrders {
+            let second = format!("{id}-2");
+            tx.execute(INSERT_ORDER_PG, &[&second, &AMOUNT])
                 .await
-                .unwrap_or_else(|error| panic!("P12 enqueue: {error}"));
+                .expect("P12 INSERT order");
+        }
+        match &intent {
+            Some(intent) if txn == Txn::IntentPrepared => {
+                let values = intent.statement(Dialect::Postgres).params;
+                let bound: Vec<Box<dyn ToSql + Sync + Send>> = values.iter().map(bind).collect();
+                let params: Vec<&(dyn ToSql + Sync)> =
+                    bound.iter().map(|v| v.as_ref() as _).collect();
+                let rows = tx
+                    .execute(&self.enqueue, &params)
+                    .await
+                    .expect("P12 prepared enqueue");
+                assert_eq!(rows, 1, "P12 prepared enqueue: no row inserted");
+            }
+            Some(intent) => {
+                intent
+                    .enqueue_tokio_postgres(&tx)
+                    .await
+                    .unwrap_or_else(|error| panic!("P12 enqueue: {error}"));
+            }
+            None => {}
         }
         if txn == Txn::IntentNotifyInside {
             // The journal's own announcement, moved inside the transaction.
@@ -182,6 +227,18 @@ impl PgProducer {
     }
 }
 
+/// An enqueue parameter bound as its column's type.
+fn bind(value: &OutboxValue) -> Box<dyn ToSql + Sync + Send> {
+    match value {
+        OutboxValue::Text(text) => Box::new(text.clone()),
+        OutboxValue::Bool(flag) => Box::new(*flag),
+        OutboxValue::Bytes(bytes) => Box::new(bytes.clone()),
+        OutboxValue::BigInt(n) => Box::new(*n),
+        OutboxValue::NullBigInt => Box::new(None::<i64>),
+        other => panic!("P12: an enqueue parameter this benchmark cannot bind: {other:?}"),
+    }
+}
+
 /// A set of producers, each committing one transaction at a time.
 pub trait Producers {
     /// Transactions of kind `txn` committed per second by all producers for `length`.
@@ -250,6 +307,11 @@ impl SqliteProducer {
         tx.prepare_cached(INSERT_ORDER_SQLITE)
             .and_then(|mut insert| insert.execute(rusqlite::params![id, AMOUNT]))
             .expect("P12 SQLite INSERT order");
+        if txn == Txn::TwoOrders {
+            tx.prepare_cached(INSERT_ORDER_SQLITE)
+                .and_then(|mut insert| insert.execute(rusqlite::params![format!("{id}-2"), AMOUNT]))
+                .expect("P12 SQLite INSERT order");
+        }
         if let Some(intent) = &intent {
             intent
                 .enqueue_rusqlite(&tx)
@@ -262,7 +324,7 @@ impl SqliteProducer {
 impl Producers for Vec<SqliteProducer> {
     async fn rate(&mut self, txn: Txn, length: Duration) -> f64 {
         assert!(
-            !matches!(txn, Txn::IntentNotifyInside | Txn::IntentWakeAfter),
+            matches!(txn, Txn::Order | Txn::TwoOrders | Txn::OrderAndIntent),
             "P12: {} is a PostgreSQL row",
             txn.name()
         );
