@@ -84,7 +84,7 @@ impl Rounds {
 }
 
 /// `kinds` for `plan.p12_rounds` rounds, in a rotated order each round, after a
-/// warm-up of each.
+/// warm-up of each: each kind's rate from all `producers` at once.
 async fn rounds(producers: &mut impl Producers, kinds: &[Txn], plan: &Plan) -> Rounds {
     for &kind in kinds {
         producers.rate(kind, plan.p12_round / 4).await;
@@ -94,6 +94,28 @@ async fn rounds(producers: &mut impl Producers, kinds: &[Txn], plan: &Plan) -> R
         for step in 0..kinds.len() {
             let at = (round + step) % kinds.len();
             rates[at].push(producers.rate(kinds[at], plan.p12_round).await);
+        }
+    }
+    Rounds {
+        kinds: kinds.to_vec(),
+        rates,
+    }
+}
+
+/// As [`rounds`] with one producer, the kinds interleaved transaction by
+/// transaction within each round (as long as `rounds` gives all kinds).
+async fn interleaved_rounds(producer: &mut impl Producers, kinds: &[Txn], plan: &Plan) -> Rounds {
+    let round = plan.p12_round * u32::try_from(kinds.len()).unwrap_or(u32::MAX);
+    producer.interleaved(kinds, round / 4).await;
+    let mut rates = vec![Vec::with_capacity(plan.p12_rounds); kinds.len()];
+    for _ in 0..plan.p12_rounds {
+        for (at, rate) in producer
+            .interleaved(kinds, round)
+            .await
+            .into_iter()
+            .enumerate()
+        {
+            rates[at].push(rate);
         }
     }
     Rounds {
@@ -173,7 +195,7 @@ async fn sqlite_costs(
     let synchronous = producers[0].synchronous();
     let mut alone = vec![producers.pop().expect("a producer")];
     let kinds = [Txn::Order, Txn::TwoOrders, Txn::OrderAndIntent];
-    let alone_rounds = rounds(&mut alone, &kinds, plan).await;
+    let alone_rounds = interleaved_rounds(&mut alone, &kinds, plan).await;
     producers.append(&mut alone);
     let concurrent = rounds(&mut producers, &kinds, plan).await;
     let costs = Costs {
@@ -215,7 +237,7 @@ async fn postgres(
         Txn::OrderAndIntent,
         Txn::IntentPrepared,
     ];
-    let alone_rounds = rounds(&mut alone, &kinds, plan).await;
+    let alone_rounds = interleaved_rounds(&mut alone, &kinds, plan).await;
     producers.append(&mut alone);
     let kinds = [
         Txn::Order,
@@ -370,13 +392,16 @@ fn render(
          the same transaction with the intent's enqueue before `COMMIT` (the intent \
          decided by `journal.outbox(…)` inside the timed transaction, a POST with a \
          generated key and a 66-byte body), statements as text as an application writes \
-         them, 1 producer and {TASKS} producers each on its own connection (SQLite: its \
+         them. 1 producer: the kinds interleaved transaction by transaction (`A B C A B \
+         C …`), each transaction timed, a kind's time per round the mean of its own \
+         transactions; {TASKS} producers, each on its own connection (SQLite: its \
          own thread and connection to the journal's file, WAL, `BEGIN IMMEDIATE`, busy \
          timeout; `synchronous` = {sqlite_synchronous}, the connection's default). \
          PostgreSQL's durability settings are the throwaway cluster's defaults (fsync \
-         and `synchronous_commit` on). {} rounds of {:.0?} per kind, the kinds in a \
-         rotated order each round, after a warm-up of each. *Time ratio*: the \
-         transaction's time with ÷ without, from transactions/s in the same round; \
+         and `synchronous_commit` on). {} rounds of {:.0?} per kind (at {TASKS}: the kinds \
+         one after the other, in a rotated order each round), after a warm-up of \
+         each. *Time ratio*: the transaction's time with ÷ without in the same round \
+         (at {TASKS}: from transactions/s); \
          median over rounds and the worst round. Beside the enqueue, for reference: a \
          second order row in the same transaction (what any second statement costs), \
          and the enqueue through its driver-neutral statement prepared once per \

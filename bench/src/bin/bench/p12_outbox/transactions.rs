@@ -243,6 +243,43 @@ fn bind(value: &OutboxValue) -> Box<dyn ToSql + Sync + Send> {
 pub trait Producers {
     /// Transactions of kind `txn` committed per second by all producers for `length`.
     fn rate(&mut self, txn: Txn, length: Duration) -> impl std::future::Future<Output = f64>;
+
+    /// The first producer alone, cycling through `kinds` one transaction at a
+    /// time for `length` (`A B C A B C …`, so that every kind meets the same
+    /// machine): each kind's transactions per second of its own time.
+    fn interleaved(
+        &mut self,
+        kinds: &[Txn],
+        length: Duration,
+    ) -> impl std::future::Future<Output = Vec<f64>>;
+}
+
+/// Each kind's time and count, one transaction at a time.
+struct Interleaved {
+    time: Vec<Duration>,
+    count: Vec<u32>,
+}
+
+impl Interleaved {
+    fn new(kinds: usize) -> Interleaved {
+        Interleaved {
+            time: vec![Duration::ZERO; kinds],
+            count: vec![0; kinds],
+        }
+    }
+
+    fn add(&mut self, kind: usize, took: Duration) {
+        self.time[kind] += took;
+        self.count[kind] += 1;
+    }
+
+    fn rates(&self) -> Vec<f64> {
+        self.time
+            .iter()
+            .zip(&self.count)
+            .map(|(time, &count)| f64::from(count) / time.as_secs_f64())
+            .collect()
+    }
 }
 
 impl Producers for Vec<PgProducer> {
@@ -267,6 +304,20 @@ impl Producers for Vec<PgProducer> {
             self.push(task.await.expect("P12 producer task"));
         }
         done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+    }
+
+    async fn interleaved(&mut self, kinds: &[Txn], length: Duration) -> Vec<f64> {
+        let producer = self.first_mut().expect("a producer");
+        let mut times = Interleaved::new(kinds.len());
+        let stop_at = Instant::now() + length;
+        while Instant::now() < stop_at {
+            for (at, &txn) in kinds.iter().enumerate() {
+                let started = Instant::now();
+                producer.transaction(txn).await;
+                times.add(at, started.elapsed());
+            }
+        }
+        times.rates()
     }
 }
 
@@ -351,5 +402,56 @@ impl Producers for Vec<SqliteProducer> {
         .expect("P12 SQLite producers");
         *self = producers;
         rate
+    }
+
+    async fn interleaved(&mut self, kinds: &[Txn], length: Duration) -> Vec<f64> {
+        let mut producers = std::mem::take(self);
+        let kinds = kinds.to_vec();
+        let (producers, rates) = tokio::task::spawn_blocking(move || {
+            let producer = producers.first_mut().expect("a producer");
+            let mut times = Interleaved::new(kinds.len());
+            let stop_at = Instant::now() + length;
+            while Instant::now() < stop_at {
+                for (at, &txn) in kinds.iter().enumerate() {
+                    let started = Instant::now();
+                    producer.transaction(txn);
+                    times.add(at, started.elapsed());
+                }
+            }
+            (producers, times.rates())
+        })
+        .await
+        .expect("P12 SQLite producer");
+        *self = producers;
+        rates
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kinds_rate_is_its_count_over_its_own_time() {
+        let mut times = Interleaved::new(2);
+        times.add(0, Duration::from_millis(10));
+        times.add(0, Duration::from_millis(30));
+        times.add(1, Duration::from_millis(50));
+        let rates = times.rates();
+        assert!((rates[0] - 50.0).abs() < 1e-9, "{rates:?}");
+        assert!((rates[1] - 20.0).abs() < 1e-9, "{rates:?}");
+    }
+
+    #[test]
+    fn wake_ups_are_measured_against_the_enqueue_the_rest_against_the_order() {
+        for (kind, against) in [
+            (Txn::TwoOrders, Txn::Order),
+            (Txn::OrderAndIntent, Txn::Order),
+            (Txn::IntentPrepared, Txn::Order),
+            (Txn::IntentNotifyInside, Txn::OrderAndIntent),
+            (Txn::IntentWakeAfter, Txn::OrderAndIntent),
+        ] {
+            assert_eq!(kind.against(), against, "{}", kind.name());
+        }
     }
 }
