@@ -22,7 +22,6 @@ mod throughput;
 mod transactions;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use reqwest_resilience::{ResilientClient, RetryPolicy};
 use reqwest_resilience_bench::markdown::table;
@@ -35,15 +34,11 @@ use crate::report::Report;
 use crate::stats::{median, quantile};
 
 use first_byte::FirstByteServer;
-use latency::Latencies;
-use relay_process::RelayProcess;
-use throughput::RawRelay;
+use latency::{Delivery, Latencies, BATCH, POLL};
 use transactions::{Outbox, PgProducer, Producers, SqliteProducer, Txn, ORDERS_TABLE};
 
 /// Producers (and connections) in the concurrent rows.
 const TASKS: usize = 32;
-/// The relay's poll bound: a wake-up that does not arrive costs up to this.
-const POLL: Duration = Duration::from_secs(1);
 /// Enough connections for 32 producers, the relay's 32, the raw side's 32 and
 /// the journals' pools.
 const MAX_CONNECTIONS: &str = "max_connections=200";
@@ -136,13 +131,8 @@ struct PgFigures {
     costs: Costs,
     /// Statements per transaction, order only and with the enqueue.
     statements: Option<(f64, f64)>,
-    idle: Latencies,
-    load: Latencies,
-    /// What the relay process and the server said after the latency runs.
-    relay_totals: String,
-    sends: usize,
-    keys: usize,
-    states: Vec<(String, i64)>,
+    delivery: Delivery,
+    /// Per round: intents/s of the relay's row writes alone, and of the relay.
     raw: Vec<f64>,
     relay: Vec<f64>,
 }
@@ -228,8 +218,23 @@ async fn postgres(
     }
     producers[0].batch(ORDERS_TABLE).await;
     let statements = statement_counts(&mut producers[0]).await;
+    // No relay runs while the costs are measured; their intents are removed after.
+    let costs = pg_costs(&mut producers, plan).await;
+    producers[0].batch(CLEAN).await;
+    let delivery = latency::delivery(conninfo, &mut producers, server, plan).await;
+    producers[0].batch(CLEAN).await;
+    let (raw, relay) = throughput::rounds(conninfo, &mut producers[0], client, plan).await;
+    PgFigures {
+        costs,
+        statements,
+        delivery,
+        raw,
+        relay,
+    }
+}
 
-    // 1. The enqueue's cost; no relay runs (its rows are removed after).
+/// PostgreSQL's enqueue cost: the reference rows, and at 32 the wake-ups.
+async fn pg_costs(producers: &mut Vec<PgProducer>, plan: &Plan) -> Costs {
     let mut alone = vec![producers.pop().expect("a producer")];
     let kinds = [
         Txn::Order,
@@ -247,66 +252,10 @@ async fn postgres(
         Txn::IntentNotifyInside,
         Txn::IntentWakeAfter,
     ];
-    let concurrent = rounds(&mut producers, &kinds, plan).await;
-    producers[0].batch(CLEAN).await;
-
-    // 2. Commit-to-first-byte, the relay in another process.
-    let relay = RelayProcess::start(conninfo, POLL, throughput::BATCH)
-        .await
-        .unwrap_or_else(|error| panic!("P12: the relay process: {error}"));
-    // Warm-up: the relay's connections and statements, the server's connection.
-    latency::idle(&mut producers[0], server, 10).await;
-    let idle = latency::idle(&mut producers[0], server, plan.p12_idle_intents).await;
-    let load = latency::at_load(&mut producers, server, plan.p12_load).await;
-    let relay_totals = relay
-        .stop()
-        .await
-        .unwrap_or_else(|error| panic!("P12: stopping the relay process: {error}"));
-    let (sends, keys) = server.sends_and_keys();
-    let states = producers[0].intents_by_state().await;
-    producers[0].batch(CLEAN).await;
-
-    // 3. Relay throughput against the raw row writes.
-    let store = PostgresStore::builder(conninfo)
-        .pool_size(throughput::BATCH)
-        .connect()
-        .await
-        .expect("P12 relay journal");
-    let relay_journal = Journal::builder(store)
-        .worker_name("p12-relay-in-bench")
-        .build()
-        .expect("journal");
-    let raw_relay = RawRelay::connect(conninfo).await;
-    let producer = &mut producers[0];
-    let backlog = plan.p12_backlog;
-    throughput::raw_rate(producer, &raw_relay, backlog / 4).await;
-    throughput::relay_rate(producer, &relay_journal, client, backlog / 4).await;
-    let (mut raw, mut relayed) = (Vec::new(), Vec::new());
-    for round in 0..plan.p12_rounds {
-        // Both orders, each as often, never twice in the same position (as P10).
-        if matches!(round % 4, 0 | 3) {
-            raw.push(throughput::raw_rate(producer, &raw_relay, backlog).await);
-            relayed.push(throughput::relay_rate(producer, &relay_journal, client, backlog).await);
-        } else {
-            relayed.push(throughput::relay_rate(producer, &relay_journal, client, backlog).await);
-            raw.push(throughput::raw_rate(producer, &raw_relay, backlog).await);
-        }
-    }
-    PgFigures {
-        costs: Costs {
-            database: "PostgreSQL (throwaway cluster, defaults: fsync on)",
-            alone: alone_rounds,
-            concurrent,
-        },
-        statements,
-        idle,
-        load,
-        relay_totals,
-        sends,
-        keys,
-        states,
-        raw,
-        relay: relayed,
+    Costs {
+        database: "PostgreSQL (throwaway cluster, defaults: fsync on)",
+        alone: alone_rounds,
+        concurrent: rounds(producers, &kinds, plan).await,
     }
 }
 
@@ -460,7 +409,7 @@ fn render(
 
     text.push_str(&format!(
         "\n**Commit-to-first-byte, the relay in another process.** `p12_relay` runs \
-         `journal.resumer(&client).spawn({POLL:.0?})` (batch {}, a pool of as many \
+         `journal.resumer(&client).spawn({:.0?})` (batch {}, a pool of as many \
          connections) on the same PostgreSQL; it sends to an HTTP/1.1 server in the \
          benchmark's process that stamps the first read bringing each key's request. A \
          producer commits an order with its intent, calls `wake_relays()`, and the \
@@ -468,8 +417,7 @@ fn render(
          intent at a time, the next 20–40 ms (seeded) after the previous first byte; \
          *load*: {TASKS} producers for {:.0?}, each waiting for its own intent's first \
          byte before its next transaction. After a warm-up of 10 intents.\n\n",
-        throughput::BATCH,
-        plan.p12_load
+        POLL, BATCH, plan.p12_load
     ));
     text.push_str(&table(
         &[
@@ -483,11 +431,12 @@ fn render(
             "missing (no byte within 10 s)",
         ],
         &[
-            latency_row("idle", 1, &pg.idle),
-            latency_row("at load", TASKS, &pg.load),
+            latency_row("idle", 1, &pg.delivery.idle),
+            latency_row("at load", TASKS, &pg.delivery.load),
         ],
     ));
     let states = pg
+        .delivery
         .states
         .iter()
         .map(|(state, rows)| format!("{state} {rows}"))
@@ -496,7 +445,7 @@ fn render(
     text.push_str(&format!(
         "\nThe relay process: `{}`. The server: {} requests, {} distinct keys. The \
          journal after these runs: {states}.\n",
-        pg.relay_totals, pg.sends, pg.keys
+        pg.delivery.relay_totals, pg.delivery.sends, pg.delivery.keys
     ));
 
     let ratios: Vec<f64> = pg.relay.iter().zip(&pg.raw).map(|(r, w)| r / w).collect();
@@ -512,11 +461,7 @@ fn render(
          journal code, and not the relay's backlog count after each pass (a read). {} \
          rounds in both orders (raw first, relay first, relay first, raw first, …) after \
          a warm-up of both. Ratio: relay ÷ raw in the same round.\n\n",
-        plan.p12_backlog,
-        throughput::BATCH,
-        throughput::BATCH,
-        throughput::BATCH,
-        plan.p12_rounds
+        plan.p12_backlog, BATCH, BATCH, BATCH, plan.p12_rounds
     ));
     text.push_str(&table(
         &[
@@ -581,18 +526,18 @@ fn summarise(report: &mut Report, pg: &PgFigures, relay_ratio: f64) {
             .time_ratios(Txn::IntentNotifyInside, Txn::OrderAndIntent),
     );
     report.summary.p12_notify_ratio_32 = Some(notify);
-    let p99 = quantile(&pg.idle.ms, 0.99);
+    let p99 = quantile(&pg.delivery.idle.ms, 0.99);
     report.summary.p12_commit_to_byte_p99_ms = Some(p99);
     report.target(
         "P12 commit-to-first-byte",
         "p99 ≤ 50 ms, idle relay in another process (PostgreSQL)".into(),
         format!(
             "p99 {p99:.2} ms (p50 {:.2}, worst {:.2}; {} missing)",
-            quantile(&pg.idle.ms, 0.5),
-            pg.idle.ms.iter().copied().fold(f64::MIN, f64::max),
-            pg.idle.missing
+            quantile(&pg.delivery.idle.ms, 0.5),
+            pg.delivery.idle.ms.iter().copied().fold(f64::MIN, f64::max),
+            pg.delivery.idle.missing
         ),
-        p99 <= 50.0 && pg.idle.missing == 0,
+        p99 <= 50.0 && pg.delivery.idle.missing == 0,
     );
     report.summary.p12_relay_ratio = Some(relay_ratio);
 }

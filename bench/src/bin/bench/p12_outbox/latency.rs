@@ -9,7 +9,14 @@ use std::time::{Duration, Instant};
 use rand::{Rng as _, SeedableRng as _};
 
 use super::first_byte::FirstByteServer;
+use super::relay_process::RelayProcess;
 use super::transactions::{PgProducer, Txn};
+use crate::plan::Plan;
+
+/// The relay's poll bound: a wake-up that does not arrive costs up to this.
+pub const POLL: Duration = Duration::from_secs(1);
+/// The relay's batch, and its pool of as many connections.
+pub const BATCH: usize = 32;
 
 /// The longest wait for a committed intent's first byte before it counts as missing.
 const FIRST_BYTE_LIMIT: Duration = Duration::from_secs(10);
@@ -32,9 +39,52 @@ impl Latencies {
     }
 }
 
+/// What the relay in another process delivered, and what was left after.
+pub struct Delivery {
+    pub idle: Latencies,
+    pub load: Latencies,
+    /// The relay process's `TOTALS` line.
+    pub relay_totals: String,
+    /// Requests the server received, and distinct keys among them.
+    pub sends: usize,
+    pub keys: usize,
+    /// Journal rows by state after the runs.
+    pub states: Vec<(String, i64)>,
+}
+
+/// Starts the relay process on `conninfo`, measures idle and at load (all
+/// `producers`), stops the relay and counts what was sent and recorded.
+pub async fn delivery(
+    conninfo: &str,
+    producers: &mut Vec<PgProducer>,
+    server: &Arc<FirstByteServer>,
+    plan: &Plan,
+) -> Delivery {
+    let relay = RelayProcess::start(conninfo, POLL, BATCH)
+        .await
+        .unwrap_or_else(|error| panic!("P12: the relay process: {error}"));
+    // Warm-up: the relay's connections and statements, the server's connection.
+    idle(&mut producers[0], server, 10).await;
+    let idle = idle(&mut producers[0], server, plan.p12_idle_intents).await;
+    let load = at_load(producers, server, plan.p12_load).await;
+    let relay_totals = relay
+        .stop()
+        .await
+        .unwrap_or_else(|error| panic!("P12: stopping the relay process: {error}"));
+    let (sends, keys) = server.sends_and_keys();
+    Delivery {
+        idle,
+        load,
+        relay_totals,
+        sends,
+        keys,
+        states: producers[0].intents_by_state().await,
+    }
+}
+
 /// `count` intents one at a time, each after the previous one's first byte and
 /// a seeded pause of 20–40 ms (the relay idle in between).
-pub async fn idle(producer: &mut PgProducer, server: &FirstByteServer, count: usize) -> Latencies {
+async fn idle(producer: &mut PgProducer, server: &FirstByteServer, count: usize) -> Latencies {
     let mut rng = rand::rngs::StdRng::seed_from_u64(12);
     let mut latencies = Latencies::default();
     let started = Instant::now();
@@ -48,7 +98,7 @@ pub async fn idle(producer: &mut PgProducer, server: &FirstByteServer, count: us
 
 /// `producers` committing for `length`, each waiting for its intent's first
 /// byte before its next transaction.
-pub async fn at_load(
+async fn at_load(
     producers: &mut Vec<PgProducer>,
     server: &Arc<FirstByteServer>,
     length: Duration,

@@ -9,12 +9,12 @@
 use std::time::{Duration, Instant};
 
 use reqwest_resilience::ResilientClient;
-use reqwest_resilience_journal::Journal;
+use reqwest_resilience_journal::{Journal, PostgresStore};
 
+use super::latency::BATCH;
 use super::transactions::PgProducer;
+use crate::plan::Plan;
 
-/// The relay's batch, and the connections each side holds.
-pub const BATCH: usize = 32;
 /// The longest one side may take to drain a backlog (a stuck relay fails the run).
 const DRAIN_LIMIT: Duration = Duration::from_secs(120);
 /// The store's resume lease (its default, 5 minutes).
@@ -45,8 +45,44 @@ const PG_RECORD: &str = "UPDATE journal_intents
          updated_ms = (extract(epoch FROM now()) * 1000)::bigint
      WHERE key = $6 AND fence = $7 AND (state = $8) IS TRUE";
 
+/// Per round, intents/s of the raw row writes and of the relay, in both orders
+/// (raw first, relay first, relay first, raw first, … as P10), after a warm-up
+/// of both. The relay runs in this process, on its own journal (a pool of
+/// [`BATCH`] connections); `producer` enqueues the backlogs.
+pub async fn rounds(
+    conninfo: &str,
+    producer: &mut PgProducer,
+    client: &ResilientClient,
+    plan: &Plan,
+) -> (Vec<f64>, Vec<f64>) {
+    let store = PostgresStore::builder(conninfo)
+        .pool_size(BATCH)
+        .connect()
+        .await
+        .expect("P12 relay journal");
+    let journal = Journal::builder(store)
+        .worker_name("p12-relay-in-bench")
+        .build()
+        .expect("journal");
+    let raw = RawRelay::connect(conninfo).await;
+    let backlog = plan.p12_backlog;
+    raw_rate(producer, &raw, backlog / 4).await;
+    relay_rate(producer, &journal, client, backlog / 4).await;
+    let (mut raws, mut relayed) = (Vec::new(), Vec::new());
+    for round in 0..plan.p12_rounds {
+        if matches!(round % 4, 0 | 3) {
+            raws.push(raw_rate(producer, &raw, backlog).await);
+            relayed.push(relay_rate(producer, &journal, client, backlog).await);
+        } else {
+            relayed.push(relay_rate(producer, &journal, client, backlog).await);
+            raws.push(raw_rate(producer, &raw, backlog).await);
+        }
+    }
+    (raws, relayed)
+}
+
 /// Intents per second the journal's relay drains a backlog of `count` with.
-pub async fn relay_rate(
+async fn relay_rate(
     producer: &mut PgProducer,
     journal: &Journal,
     client: &ResilientClient,
@@ -71,7 +107,7 @@ pub async fn relay_rate(
 }
 
 /// Intents per second the relay's row writes alone drain a backlog of `count` with.
-pub async fn raw_rate(producer: &mut PgProducer, raw: &RawRelay, count: usize) -> f64 {
+async fn raw_rate(producer: &mut PgProducer, raw: &RawRelay, count: usize) -> f64 {
     producer.backlog(count).await;
     let started = Instant::now();
     let drained = tokio::time::timeout(DRAIN_LIMIT, raw.drain())
@@ -84,7 +120,7 @@ pub async fn raw_rate(producer: &mut PgProducer, raw: &RawRelay, count: usize) -
 
 /// As many connections as the relay's store pool, each with the store's claim
 /// and record statements prepared and its session setting.
-pub struct RawRelay {
+struct RawRelay {
     connections: Vec<RawConnection>,
 }
 
@@ -95,7 +131,7 @@ struct RawConnection {
 }
 
 impl RawRelay {
-    pub async fn connect(conninfo: &str) -> RawRelay {
+    async fn connect(conninfo: &str) -> RawRelay {
         let mut connections = Vec::with_capacity(BATCH);
         for _ in 0..BATCH {
             let (client, connection) = tokio_postgres::connect(conninfo, tokio_postgres::NoTls)
