@@ -59,6 +59,7 @@ where
     lease_lost_after_reclaim_drops_the_late_result(fresh().await).await;
     lease_lost_after_manual_abandon(fresh().await).await;
     unknown_gets_a_later_due_time(fresh().await).await;
+    a_run_that_did_nothing_is_given_back(fresh().await).await;
     terminal_rows_are_never_claimed(fresh().await).await;
     list_abandon_and_prune(fresh().await).await;
     a_new_incarnation_takes_back_its_predecessors_leases_at_once(fresh().await).await;
@@ -342,6 +343,45 @@ pub async fn unknown_gets_a_later_due_time(store: impl JournalStore) {
     assert!(
         store.claim(&w("w2"), HOUR, 10).await.unwrap().is_empty(),
         "not due yet"
+    );
+}
+
+/// A check of the storage contract (see the [module docs](self)).
+pub async fn a_run_that_did_nothing_is_given_back(store: impl JournalStore) {
+    let lease = store
+        .write_ahead(&payment("held-back"), &w("w1"), HOUR)
+        .await
+        .unwrap();
+    store.record(&lease, &unknown_now()).await.unwrap();
+    let claimed = store.claim(&w("w2"), HOUR, 10).await.unwrap();
+    assert_eq!((claimed[0].record.runs, claimed[0].record.fence), (2, 2));
+    let nothing = |queued| Outcome::NotPerformed {
+        queued,
+        status: Some(429),
+        retry_in: Duration::ZERO,
+        reason: "refused before sending".into(),
+    };
+    store
+        .record(&claimed[0].lease, &nothing(false))
+        .await
+        .unwrap();
+    let row = store.get("held-back").await.unwrap().unwrap();
+    assert_eq!(row.state, IntentState::Unknown);
+    assert_eq!(
+        (row.runs, row.fence),
+        (1, 2),
+        "the run is given back, the fence kept"
+    );
+    assert_eq!(row.status, Some(429));
+    let again = store.claim(&w("w2"), HOUR, 10).await.unwrap();
+    assert_eq!((again[0].record.runs, again[0].record.fence), (2, 3));
+    store.record(&again[0].lease, &nothing(true)).await.unwrap();
+    let row = store.get("held-back").await.unwrap().unwrap();
+    assert_eq!((row.state, row.runs), (IntentState::Queued, 1));
+    assert_eq!(
+        store.claim(&w("w3"), HOUR, 10).await.unwrap().len(),
+        1,
+        "a queued row is due"
     );
 }
 

@@ -24,7 +24,7 @@ use crate::worker::Worker;
 /// | resume lease (every resume claim; a durable send without a deadline) | 5 min |
 /// | lease margin past a durable send's deadline | 30 s |
 /// | an `unknown` intent is due again after | 30 s |
-/// | max runs (write-ahead + claims) | 10 |
+/// | max runs (write-ahead + claims; a run that did nothing at the server is not counted) | 10 |
 /// | headers never journaled | `Authorization`, `Proxy-Authorization`, `Cookie` |
 /// | worker | [`Worker::unique`]: `worker-<uuid v4>`, never taken over before its leases end |
 ///
@@ -249,7 +249,9 @@ impl JournalBuilder {
         self
     }
 
-    /// Runs after which an intent is abandoned instead of sent again.
+    /// Runs after which an intent is abandoned instead of sent again. A run
+    /// that provably did nothing at the server (held back by a gate or the
+    /// budget, a refused connection, 408, 429) is not counted.
     pub fn max_runs(mut self, runs: u32) -> Self {
         self.settings.max_runs = i64::from(runs);
         self

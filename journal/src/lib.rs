@@ -45,12 +45,27 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # Outbox
+//!
+//! [`Journal::outbox`] decides an intent without sending it; its `enqueue_*`
+//! function ([rusqlite](OutboxIntent::enqueue_rusqlite), tokio-postgres and
+//! sqlx behind the features `postgres` and `sqlx`, or the driver-neutral
+//! [`statement`](OutboxIntent::statement)) writes it `queued` inside *your*
+//! transaction, beside the business change: it commits or rolls back with it.
+//! A [`Resumer`] is the relay that sends it after commit; see the module docs of
+//! [`OutboxIntent`] and the README.
+//!
 //! # State machine
 //!
 //! ```text
-//!                write-ahead (lease: owner, until, fence = 1)
-//!                          │
-//!                          ▼
+//!   outbox enqueue, in the      write-ahead (lease: owner,
+//!   caller's transaction        until, fence = 1)
+//!           │                           │
+//!           ▼                           │
+//!        queued                         │
+//!           │ relay claim (fence 1)     │
+//!           └─────────────┐     ┌───────┘
+//!                         ▼     ▼
 //!   claim (fence + 1) ┌───────────┐  2xx/3xx ─────────────▶ succeeded
 //!  ┌─────────────────▶│ in_flight │  4xx (422 …), known ──▶ failed
 //!  │  lease expired ──┤           │  past retention,
@@ -61,6 +76,9 @@
 //!  └──── due_at passed ─ unknown ─── abandon by hand ─────▶ abandoned
 //! ```
 //!
+//! * **`queued`** — enqueued by an outbox in the caller's committed transaction
+//!   and never sent: due at once for a relay to claim (fence and runs 0 until
+//!   then). A rolled-back enqueue leaves no row at all.
 //! * **`in_flight`** — owned by one worker under a *lease* (owner and
 //!   incarnation, `lease_until`, a fencing counter). A durable send takes the
 //!   first lease when it writes the intent ahead; a resume takes one with each
@@ -128,6 +146,7 @@ mod outbox;
 mod record;
 mod resume;
 mod row;
+mod run_outcome;
 mod state;
 mod store;
 mod unrecorded;
@@ -157,6 +176,11 @@ pub use resume::{ResumeHandle, ResumeReport, ResumeResult, Resumer};
 pub use state::{IntentState, UnknownState};
 pub use store::{JournalStore, Listening, StoreFuture};
 pub use worker::Worker;
+
+/// The README's examples, compiled as doc tests.
+#[cfg(all(doctest, feature = "sqlite", feature = "postgres", feature = "sqlx"))]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 #[cfg(feature = "postgres")]
 pub use postgres::{

@@ -157,6 +157,22 @@ pub enum Outcome {
         /// Why.
         reason: String,
     },
+    /// A run that provably did nothing at the server: a gate or the retry
+    /// budget held the request back, the connection was refused, or the server
+    /// answered that it did nothing (408, 429). Due again after `retry_in`, and
+    /// the run is given back: it does not count toward the journal's max runs,
+    /// so an outage cannot wear a committed intent down to `abandoned`.
+    NotPerformed {
+        /// Back to `queued` (no run of the intent was ever performed) rather
+        /// than `unknown`.
+        queued: bool,
+        /// The last status, if a response came (408, 429).
+        status: Option<u16>,
+        /// Delay before the intent is due again.
+        retry_in: Duration,
+        /// Why.
+        reason: String,
+    },
 }
 
 impl Outcome {
@@ -167,7 +183,15 @@ impl Outcome {
             Self::Failed { .. } => IntentState::Failed,
             Self::Unknown { .. } => IntentState::Unknown,
             Self::Abandoned { .. } => IntentState::Abandoned,
+            Self::NotPerformed { queued: true, .. } => IntentState::Queued,
+            Self::NotPerformed { queued: false, .. } => IntentState::Unknown,
         }
+    }
+
+    /// Runs a store subtracts from the intent's `runs` when it records this
+    /// outcome: 1 for [`NotPerformed`](Self::NotPerformed), else 0.
+    pub fn runs_given_back(&self) -> i64 {
+        i64::from(matches!(self, Self::NotPerformed { .. }))
     }
 
     /// Columns written: (status, locator, detail, due in).
@@ -181,6 +205,12 @@ impl Outcome {
                 reason,
             } => (*status, None, Some(reason), Some(*retry_in)),
             Self::Abandoned { reason } => (None, None, Some(reason), None),
+            Self::NotPerformed {
+                status,
+                retry_in,
+                reason,
+                ..
+            } => (*status, None, Some(reason), Some(*retry_in)),
         }
     }
 }

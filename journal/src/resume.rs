@@ -11,7 +11,10 @@
 //! Results: 2xx/3xx → `succeeded`; 409 (in progress) or another unknown outcome →
 //! `unknown` again with a later due time; 422 and other definite answers →
 //! `failed`; past the retention, or more runs than allowed → `abandoned` without
-//! sending.
+//! sending. A run that provably did nothing at the server (a gate or the budget
+//! held it back, the connection was refused, 408, 429) is given back: due again
+//! later, back to `queued` if no run was ever performed, and not counted toward
+//! the max runs — an outage never wears a committed intent down to `abandoned`.
 //!
 //! At start-up, [`Resumer::drain`] resumes until nothing is due; with a stable
 //! worker name ([`JournalBuilder::worker_name`](crate::JournalBuilder::worker_name))
@@ -22,16 +25,15 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use http::StatusCode;
 use reqwest_resilience::{RequestBuilder, ResilientClient};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::backlog::Backlog;
-use crate::durable::{final_response, unknown};
 use crate::error::JournalError;
 use crate::journal::Journal;
 use crate::record::{Claimed, IntentRecord, Outcome};
+use crate::run_outcome::{run_outcome, GaveUp, RunEnd};
 
 /// The shortest resend worth making: below it the retention (or lease) is
 /// treated as over.
@@ -99,6 +101,10 @@ pub struct ResumeReport {
     pub unknown: usize,
     /// Abandoned without sending (retention over, too many runs).
     pub abandoned: usize,
+    /// Held back or refused before anything happened at the server (a gate,
+    /// the budget, a refused connection, 408, 429): due again later, the run
+    /// not counted toward the max runs.
+    pub not_performed: usize,
     /// Results dropped because the lease was taken over meanwhile.
     pub lease_lost: usize,
     /// Results that could not be written (the lease will expire and the intent
@@ -126,6 +132,7 @@ impl ResumeReport {
         self.failed += other.failed;
         self.unknown += other.unknown;
         self.abandoned += other.abandoned;
+        self.not_performed += other.not_performed;
         self.lease_lost += other.lease_lost;
         self.errors += other.errors;
     }
@@ -139,6 +146,7 @@ impl ResumeReport {
                 Outcome::Failed { .. } => self.failed += 1,
                 Outcome::Unknown { .. } => self.unknown += 1,
                 Outcome::Abandoned { .. } => self.abandoned += 1,
+                Outcome::NotPerformed { .. } => self.not_performed += 1,
             },
         }
     }
@@ -323,25 +331,30 @@ impl Resumer {
             request = resign(request, record);
         }
         let retry_after = self.journal.settings().unknown_retry_after;
-        match request.send().await {
-            Ok(response) if response.status() == StatusCode::CONFLICT => unknown(
-                Some(response.status()),
-                retry_after,
-                None,
-                "409 in progress",
-            ),
-            Ok(response) => final_response(Some(response.status()), Some(response.headers())),
-            Err(error) if error.is_invalid_request() => Outcome::Failed {
-                status: None,
-                reason: format!("stored request cannot be sent: {error}"),
+        let end = match request.send().await {
+            Ok(response) => {
+                return run_outcome(
+                    RunEnd::Response(response.status(), response.headers()),
+                    record.runs,
+                    retry_after,
+                )
+            }
+            Err(error) => GaveUp {
+                invalid_request: error.is_invalid_request(),
+                outcome_unknown: error.is_outcome_unknown(),
+                status: error.last_status(),
+                wait_hint: error
+                    .gate_refusal()
+                    .and_then(|refusal| refusal.retry_after())
+                    .or(error.retry_after()),
+                reason: if error.is_invalid_request() {
+                    error.to_string()
+                } else {
+                    error.reason().as_str().to_owned()
+                },
             },
-            Err(error) => unknown(
-                error.last_status(),
-                retry_after,
-                error.retry_after(),
-                error.reason().as_str(),
-            ),
-        }
+        };
+        run_outcome(RunEnd::GaveUp(end), record.runs, retry_after)
     }
 
     /// Runs passes in the background until stopped: back to back while

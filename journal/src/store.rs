@@ -72,7 +72,8 @@ pub trait JournalStore: Send + Sync + 'static {
         lease: Duration,
     ) -> StoreFuture<'a, Option<Claimed>>;
 
-    /// Records an outcome under a lease.
+    /// Records an outcome under a lease, subtracting
+    /// [`Outcome::runs_given_back`] from the intent's runs.
     ///
     /// # Errors
     /// [`JournalError::LeaseLost`] when the intent's fence moved past the lease's

@@ -30,8 +30,6 @@ const MAX_RUNS: u32 = 100;
 /// The resume after the run: bounded in passes and time.
 const RESUME_PASSES: usize = 600;
 const RESUME_TIME: Duration = Duration::from_secs(60);
-/// Every state a journaled intent can be in, to read them all back.
-const ALL_STATES: [IntentState; 5] = IntentState::ALL;
 const ACCOUNT: &str = "acct_interop";
 /// Above any run's intent count: `list` reads them all.
 const LIST_ALL: usize = 1_000_000;
@@ -253,7 +251,7 @@ async fn resume_all(journal: &Journal, client: &ResilientClient) -> (usize, usiz
 
 async fn read_journal(journal: &Journal) -> Vec<Intent> {
     let mut intents = Vec::new();
-    for state in ALL_STATES {
+    for state in IntentState::ALL {
         for record in journal.list(state, LIST_ALL).await.expect("list") {
             let amount = std::str::from_utf8(&record.body)
                 .ok()

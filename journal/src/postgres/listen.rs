@@ -12,13 +12,8 @@ use tokio_postgres::{AsyncMessage, Config, NoTls};
 
 use super::connection::Timeouts;
 use super::driver::driver;
+use super::queries::LISTEN;
 use crate::error::JournalError;
-
-/// The channel. `NOTIFY` is sent after the caller's commit, outside its
-/// transaction: a `NOTIFY` inside it would take a database-wide lock at commit
-/// and serialise every committing business transaction.
-pub(super) const ANNOUNCE: &str = "SELECT pg_notify('reqwest_resilience_journal', '')";
-const LISTEN: &str = "LISTEN reqwest_resilience_journal";
 
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);

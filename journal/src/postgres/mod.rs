@@ -358,6 +358,7 @@ impl JournalStore for PostgresStore {
                         &lease.key,
                         &lease.fence,
                         &InFlight.as_str(),
+                        &outcome.runs_given_back(),
                     ],
                 ))
                 .await?;

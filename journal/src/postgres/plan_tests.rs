@@ -70,7 +70,7 @@ async fn record_buffers(client: &Client) -> u64 {
     let rows = client
         .query(
             "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE record('succeeded', 201, NULL, \
-             NULL, NULL, 'key-50', 1, 'in_flight')",
+             NULL, NULL, 'key-50', 1, 'in_flight', 0)",
             &[],
         )
         .await

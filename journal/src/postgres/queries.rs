@@ -5,6 +5,13 @@
 
 use tokio_postgres::{Client, Statement};
 
+/// The channel outbox commits are announced on.
+macro_rules! channel {
+    () => {
+        "reqwest_resilience_journal"
+    };
+}
+
 /// The database's clock, in milliseconds since the Unix epoch.
 macro_rules! now_ms {
     () => {
@@ -95,11 +102,11 @@ pub(super) const TAKE_OVER: &str = concat!(
 );
 
 /// `$1` state, `$2` status, `$3` locator, `$4` detail, `$5` due in ms, `$6` key,
-/// `$7` fence, `$8` in_flight.
+/// `$7` fence, `$8` in_flight, `$9` runs given back.
 pub(super) const RECORD: &str = concat!(
     "UPDATE journal_intents
      SET state = $1, status = COALESCE($2, status), locator = $3, detail = $4,
-         due_at_ms = ",
+         runs = runs - $9, due_at_ms = ",
     now_ms!(),
     " + $5, lease_until_ms = NULL, updated_ms = ",
     now_ms!(),
@@ -162,6 +169,15 @@ const PRUNE: &str = concat!(
     " - $1"
 );
 
+/// Wakes the relays listening on the database (see `listen`). Sent after the
+/// caller's commit, outside its transaction: a `NOTIFY` inside it would take a
+/// database-wide lock at commit and serialise every committing business
+/// transaction.
+const ANNOUNCE: &str = concat!("SELECT pg_notify('", channel!(), "', '')");
+
+/// What a relay's store runs on its listening connection.
+pub(super) const LISTEN: &str = concat!("LISTEN ", channel!());
+
 /// The statements, prepared on one connection.
 #[derive(Debug)]
 pub(super) struct Statements {
@@ -189,7 +205,7 @@ impl Statements {
             backlog: client.prepare(BACKLOG).await?,
             abandon: client.prepare(ABANDON).await?,
             prune: client.prepare(PRUNE).await?,
-            announce: client.prepare(super::listen::ANNOUNCE).await?,
+            announce: client.prepare(ANNOUNCE).await?,
         })
     }
 }

@@ -388,6 +388,7 @@ impl JournalStore for SqliteStore {
                         ":key": lease.key,
                         ":fence": lease.fence,
                         ":in_flight": InFlight.as_str(),
+                        ":runs_given_back": outcome.runs_given_back(),
                     })
                 })
                 .map_err(JournalError::storage)?;

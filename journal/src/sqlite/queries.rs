@@ -49,7 +49,8 @@ pub(super) const TAKE_OVER: &str = "
 pub(super) const RECORD: &str = "
     UPDATE journal_intents
     SET state = :state, status = COALESCE(:status, status), locator = :locator,
-        detail = :detail, due_at_ms = :due_at_ms, lease_until_ms = NULL, updated_ms = :now
+        detail = :detail, due_at_ms = :due_at_ms, lease_until_ms = NULL, updated_ms = :now,
+        runs = runs - :runs_given_back
     WHERE key = :key AND fence = :fence AND state = :in_flight";
 
 pub(super) const GET: &str = "SELECT * FROM journal_intents WHERE key = :key";

@@ -17,6 +17,7 @@ async fn child_entry() {
         "crash" => crash_child().await,
         "commit_loop" => commit_loop_child().await,
         "restart" => crate::restart::restart_child().await,
+        "outbox_relay" => crate::outbox_processes::relay_child().await,
         #[cfg(feature = "postgres")]
         "fleet" => crate::fleet::worker_process().await,
         other => panic!("unknown child role {other}"),

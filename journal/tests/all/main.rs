@@ -9,6 +9,11 @@ mod files;
 #[cfg(feature = "postgres")]
 mod fleet;
 mod migrations;
+mod outbox;
+mod outbox_outage;
+#[cfg(feature = "postgres")]
+mod outbox_postgres;
+mod outbox_processes;
 mod refused;
 mod restart;
 mod resume;

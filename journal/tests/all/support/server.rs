@@ -82,6 +82,16 @@ impl Server {
         probe: Option<Arc<Probe>>,
     ) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        Self::on(listener, script, probe)
+    }
+
+    /// As [`scripted`](Self::scripted), on a listener of the caller's (a port
+    /// that refused connections until now, say).
+    pub fn on(
+        listener: TcpListener,
+        script: impl Fn(&str, usize) -> Act + Send + Sync + 'static,
+        probe: Option<Arc<Probe>>,
+    ) -> Server {
         let url = format!("http://{}/payments", listener.local_addr().unwrap());
         let state = Arc::new(Mutex::new(State::default()));
         let (effects_tx, effects) = watch::channel(0);
