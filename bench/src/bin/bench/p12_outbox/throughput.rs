@@ -38,9 +38,10 @@ const PG_CLAIM: &str = "WITH clock AS (SELECT (extract(epoch FROM now()) * 1000)
      RETURNING t.*, clock.ms AS now_ms";
 
 /// The store's `RECORD`: `$1` state, `$2` status, `$3` locator, `$4` detail, `$5`
-/// due in ms, `$6` key, `$7` fence, `$8` in_flight.
+/// due in ms, `$6` key, `$7` fence, `$8` in_flight, `$9` runs given back.
 const PG_RECORD: &str = "UPDATE journal_intents
      SET state = $1, status = COALESCE($2, status), locator = $3, detail = $4,
+         runs = runs - $9,
          due_at_ms = (extract(epoch FROM now()) * 1000)::bigint + $5, lease_until_ms = NULL,
          updated_ms = (extract(epoch FROM now()) * 1000)::bigint
      WHERE key = $6 AND fence = $7 AND (state = $8) IS TRUE";
@@ -196,6 +197,7 @@ impl RawRelay {
                                 &key,
                                 &fence,
                                 &"in_flight",
+                                &0_i64,
                             ],
                         )
                         .await
