@@ -64,9 +64,9 @@ pub async fn delivery(
         .await
         .unwrap_or_else(|error| panic!("P12: the relay process: {error}"));
     // Warm-up: the relay's connections and statements, the server's connection.
-    idle(&mut producers[0], server, 10).await;
-    let idle = idle(&mut producers[0], server, plan.p12_idle_intents).await;
-    let load = at_load(producers, server, plan.p12_load).await;
+    one_at_a_time(&mut producers[0], server, 10).await;
+    let idle = one_at_a_time(&mut producers[0], server, plan.p12_idle_intents).await;
+    let load = under_load(producers, server, plan.p12_load).await;
     let relay_totals = relay
         .stop()
         .await
@@ -84,7 +84,11 @@ pub async fn delivery(
 
 /// `count` intents one at a time, each after the previous one's first byte and
 /// a seeded pause of 20–40 ms (the relay idle in between).
-async fn idle(producer: &mut PgProducer, server: &FirstByteServer, count: usize) -> Latencies {
+async fn one_at_a_time(
+    producer: &mut PgProducer,
+    server: &FirstByteServer,
+    count: usize,
+) -> Latencies {
     let mut rng = rand::rngs::StdRng::seed_from_u64(12);
     let mut latencies = Latencies::default();
     let started = Instant::now();
@@ -98,7 +102,7 @@ async fn idle(producer: &mut PgProducer, server: &FirstByteServer, count: usize)
 
 /// `producers` committing for `length`, each waiting for its intent's first
 /// byte before its next transaction.
-async fn at_load(
+async fn under_load(
     producers: &mut Vec<PgProducer>,
     server: &Arc<FirstByteServer>,
     length: Duration,
