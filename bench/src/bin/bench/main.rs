@@ -23,7 +23,10 @@
 //! intent, P9 overload (budget, circuit breaker, adaptive throttle through an
 //! outage), P10 durable throughput (the journal on SQLite and PostgreSQL against
 //! the same database's raw rate), P11 idempotent endpoints (tower-idempotency's
-//! layer on an axum route, in process and at 32 concurrent over HTTP). P8 needs a counting global allocator, and a global allocator applies to
+//! layer on an axum route, in process and at 32 concurrent over HTTP), P12 the outbox
+//! (what an enqueue adds to a business transaction, commit-to-first-byte with the
+//! relay in another process — the `p12_relay` binary, started as a child — and the
+//! relay's rate against the database's). P8 needs a counting global allocator, and a global allocator applies to
 //! a whole binary, so it runs in a binary of its own (`p8_allocs`, see
 //! `src/bin/p8_allocs.rs`) that this one builds and runs as a child process (P1–P7
 //! keep the system allocator). The program prints one markdown table per figure and
@@ -32,6 +35,7 @@
 mod load;
 mod p10_durable;
 mod p11_endpoints;
+mod p12_outbox;
 mod p1_overhead;
 mod p2_throughput;
 mod p3_amplification;
@@ -57,7 +61,7 @@ use reqwest_resilience_bench::server::{self, Server};
 use plan::Plan;
 use report::{summary_line, Report};
 
-const USAGE: &str = "usage: bench [--quick] [--write] [--only p1,p2,…,p11] \
+const USAGE: &str = "usage: bench [--quick] [--write] [--only p1,p2,…,p12] \
                      [--profile bare|bare-timeout|floor|resilience|\
                      resilience-no-timer|reqwest-retry|builtin|backon N]";
 
@@ -183,6 +187,9 @@ fn main() {
         }
         if wanted("p11") {
             p11_endpoints::run(&plan, &mut report).await;
+        }
+        if wanted("p12") {
+            p12_outbox::run(&plan, &mut report).await;
         }
     });
     drop(runtime);

@@ -26,6 +26,15 @@ pub struct Plan {
     pub p11_bytes_per_round: usize,
     pub p11_max_per_round: usize,
     pub p11_db_rounds: usize,
+    /// P12: rounds (and length per kind) of the enqueue cost and of the relay rate.
+    pub p12_rounds: usize,
+    pub p12_round: Duration,
+    /// P12: intents sent one at a time to an idle relay.
+    pub p12_idle_intents: usize,
+    /// P12: how long 32 producers commit for the latency at load.
+    pub p12_load: Duration,
+    /// P12: queued intents each relay-rate round drains.
+    pub p12_backlog: usize,
 }
 
 impl Plan {
@@ -51,6 +60,11 @@ impl Plan {
                 p11_bytes_per_round: 20_000_000,
                 p11_max_per_round: 2_000,
                 p11_db_rounds: 3,
+                p12_rounds: 3,
+                p12_round: Duration::from_secs(1),
+                p12_idle_intents: 100,
+                p12_load: Duration::from_secs(2),
+                p12_backlog: 1_000,
             }
         } else {
             Plan {
@@ -73,6 +87,11 @@ impl Plan {
                 p11_bytes_per_round: 50_000_000,
                 p11_max_per_round: 5_000,
                 p11_db_rounds: 7,
+                p12_rounds: 7,
+                p12_round: Duration::from_secs(2),
+                p12_idle_intents: 500,
+                p12_load: Duration::from_secs(5),
+                p12_backlog: 3_000,
             }
         }
     }

@@ -45,6 +45,16 @@ pub struct Summary {
     /// Layered requests/s with each SQL store ÷ the database's raw rows/s (P11).
     pub p11_sqlite: Option<f64>,
     pub p11_postgres: Option<f64>,
+    /// A one-row PostgreSQL transaction's time with the outbox enqueue ÷ without,
+    /// 1 producer and 32 (P12).
+    pub p12_enqueue_ratio: Option<f64>,
+    pub p12_enqueue_ratio_32: Option<f64>,
+    /// At 32 producers: with `pg_notify` inside the transaction ÷ the enqueue alone (P12).
+    pub p12_notify_ratio_32: Option<f64>,
+    /// Commit-to-first-byte p99, idle relay in another process (P12).
+    pub p12_commit_to_byte_p99_ms: Option<f64>,
+    /// Relay intents/s ÷ its row writes' raw rate (P12).
+    pub p12_relay_ratio: Option<f64>,
 }
 
 /// One row of the final targets table.
@@ -115,7 +125,9 @@ pub fn summary_line(s: &Summary) -> String {
         "SUMMARY p1={} p1_floor={} p2={} p2_floor={} p3={} p4_early={} p5_ms={} p6_full={} \
          p6_decorrelated={} p7_kib={} p8_allocs={} p9_outage={} p9_recovery_s={} \
          p9_refused_at_5pct={} p9_cold_refused={} p9_isolation_refused={} p10_sqlite={} \
-         p10_postgres={} p11={} p11_added_us={} p11_sqlite={} p11_postgres={}",
+         p10_postgres={} p11={} p11_added_us={} p11_sqlite={} p11_postgres={} \
+         p12_enqueue_ratio={} p12_enqueue_ratio_32={} p12_notify_ratio_32={} \
+         p12_commit_to_byte_p99_ms={} p12_relay_ratio={}",
         or_na(s.p1, |v| format!("{v:.3}")),
         or_na(s.p1_floor, |v| format!("{v:.3}")),
         or_na(s.p2, |v| format!("{v:.3}")),
@@ -138,5 +150,10 @@ pub fn summary_line(s: &Summary) -> String {
         or_na(s.p11_added_us, |v| format!("{v:.1}")),
         or_na(s.p11_sqlite, |v| format!("{v:.3}")),
         or_na(s.p11_postgres, |v| format!("{v:.3}")),
+        or_na(s.p12_enqueue_ratio, |v| format!("{v:.3}")),
+        or_na(s.p12_enqueue_ratio_32, |v| format!("{v:.3}")),
+        or_na(s.p12_notify_ratio_32, |v| format!("{v:.3}")),
+        or_na(s.p12_commit_to_byte_p99_ms, |v| format!("{v:.1}")),
+        or_na(s.p12_relay_ratio, |v| format!("{v:.3}")),
     )
 }
