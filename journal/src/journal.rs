@@ -4,7 +4,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::HeaderName;
-use tokio::sync::Notify;
 
 use crate::backlog::Backlog;
 use crate::error::JournalError;
@@ -12,6 +11,7 @@ use crate::listing::{ListCursor, ListPage};
 use crate::record::{IntentRecord, DEFAULT_RETENTION};
 use crate::state::IntentState;
 use crate::store::JournalStore;
+use crate::wake::RelayWake;
 use crate::worker::Worker;
 
 /// A journal of durable intents: a [`JournalStore`] and its settings. Cheap to
@@ -54,8 +54,8 @@ pub(crate) struct Settings {
     pub(crate) unknown_retry_after: Duration,
     pub(crate) max_runs: i64,
     pub(crate) excluded_headers: Vec<HeaderName>,
-    /// Wakes this journal's relays (its resumers' background loops) at once.
-    pub(crate) relay_wake: Arc<Notify>,
+    /// Wakes relays: this journal's resumers at once, others by the store.
+    pub(crate) relay_wake: RelayWake,
 }
 
 impl std::fmt::Debug for Journal {
@@ -88,7 +88,7 @@ impl Journal {
                 unknown_retry_after: Duration::from_secs(30),
                 max_runs: 10,
                 excluded_headers: Vec::new(),
-                relay_wake: Arc::new(Notify::new()),
+                relay_wake: RelayWake::new(),
             },
         }
     }
@@ -191,14 +191,14 @@ impl Journal {
     /// Wakes the relays after an outbox enqueue committed: this journal's
     /// background resumers at once, and — PostgreSQL — every relay listening
     /// on the database (`NOTIFY`, sent outside your transaction). Without it
-    /// the relays find the intent at their next poll. Best effort: a failed
-    /// `NOTIFY` is logged, not returned, since the intent is committed and
-    /// will be sent either way.
+    /// the relays find the intent at their next poll.
+    ///
+    /// Returns at once: the `NOTIFY` goes in the background, at most one at a
+    /// time (calls meanwhile are served by one more after it, which starts
+    /// after your commit). Best effort: a failed `NOTIFY` is logged, not
+    /// returned, since the intent is committed and will be sent either way.
     pub async fn wake_relays(&self) {
-        self.inner.relay_wake.notify_one();
-        if let Err(error) = self.inner.store.announce().await {
-            tracing::warn!(%error, "journal: relays not woken; they find the intent at their next poll");
-        }
+        self.inner.relay_wake.wake(&self.inner.store);
     }
 
     /// The lease a run needs: its deadline plus the margin, so no other worker

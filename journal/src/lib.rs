@@ -150,6 +150,7 @@ mod run_outcome;
 mod state;
 mod store;
 mod unrecorded;
+mod wake;
 mod worker;
 
 #[cfg(feature = "test-util")]

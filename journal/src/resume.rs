@@ -365,7 +365,7 @@ impl Resumer {
     pub fn spawn(self, interval: Duration) -> ResumeHandle {
         let (stop, mut stopped) = watch::channel(false);
         let task = tokio::spawn(async move {
-            let wake = Arc::clone(&self.journal.settings().relay_wake);
+            let wake = Arc::clone(&self.journal.settings().relay_wake.local);
             // Other processes' outbox commits wake this loop too, where the store can tell.
             let _listening = self.journal.store().listen(Arc::clone(&wake));
             let mut total = ResumeReport::default();
