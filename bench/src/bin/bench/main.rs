@@ -1,7 +1,7 @@
 //! Side-by-side benchmarks of reqwest-resilience and its peers.
 //!
 //! ```text
-//! cargo run -p reqwest-resilience-bench --release -- --quick      # < 2 min on 2 cores
+//! cargo run -p reqwest-resilience-bench --release -- --quick      # a few minutes on 2 cores
 //! cargo run -p reqwest-resilience-bench --release                 # full run, a few minutes
 //! cargo run -p reqwest-resilience-bench --release -- --write      # also writes docs/bench/
 //! cargo run -p reqwest-resilience-bench --release -- --only p1,p8 # a subset (development)

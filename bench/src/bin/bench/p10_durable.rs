@@ -444,6 +444,7 @@ const PG_WRITE_AHEAD: &str = "INSERT INTO journal_intents (key, key_on_wire, met
 /// `$5` due in ms, `$6` key, `$7` fence, `$8` in_flight).
 const PG_RECORD: &str = "UPDATE journal_intents
      SET state = $1, status = COALESCE($2, status), locator = $3, detail = $4,
+         runs = runs - $9,
          due_at_ms = (extract(epoch FROM now()) * 1000)::bigint + $5, lease_until_ms = NULL,
          updated_ms = (extract(epoch FROM now()) * 1000)::bigint
      WHERE key = $6 AND fence = $7 AND (state = $8) IS TRUE";
@@ -520,6 +521,7 @@ impl RawRows for RawPostgres {
                     &key,
                     &1_i64,
                     &"in_flight",
+                    &0_i64, // runs given back: none for a success
                 ],
             )
             .await
