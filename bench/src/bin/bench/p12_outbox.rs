@@ -340,8 +340,8 @@ fn render(
          transaction (`BEGIN; INSERT INTO p12_orders (id, amount) …; COMMIT`) against \
          the same transaction with the intent's enqueue before `COMMIT` (the intent \
          decided by `journal.outbox(…)` inside the timed transaction, a POST with a \
-         generated key and a 66-byte body), statements as text as an application writes \
-         them. 1 producer: the kinds interleaved transaction by transaction (`A B C A B \
+         generated key and a 66-byte body), the order's statement as text as an \
+         application writes it. 1 producer: the kinds interleaved transaction by transaction (`A B C A B \
          C …`), each transaction timed, a kind's time per round the mean of its own \
          transactions; {TASKS} producers, each on its own connection (SQLite: its \
          own thread and connection to the journal's file, WAL, `BEGIN IMMEDIATE`, busy \
@@ -355,10 +355,11 @@ fn render(
          second order row in the same transaction (what any second statement costs), \
          and the enqueue through its driver-neutral statement prepared once per \
          connection (`intent.statement(Dialect::Postgres)`; `enqueue_tokio_postgres` \
-         sends its statement as text, which costs a parse round trip and a plan per \
-         call). At {TASKS}, the wake-up alternatives are measured against the plain \
+         sends its statement with its parameter types, `query_typed`: one round trip, \
+         parsed and planned on every call). At {TASKS}, the wake-up alternatives are measured against the plain \
          enqueue: `pg_notify` inside the business transaction, and `wake_relays()` \
-         after its `COMMIT` (the journal's `NOTIFY` on its own connection). No relay \
+         after its `COMMIT` (it returns at once; the journal's `NOTIFY` goes in the \
+         background on its own connection). No relay \
          runs during these rounds.\n\n",
         plan.p12_rounds, plan.p12_round
     );
