@@ -23,7 +23,6 @@ use crate::failure;
 use crate::intent::{self, BodyFactory, Intent};
 use crate::observer::IntentObserver;
 use crate::options::IntentOptions;
-use crate::outgoing;
 use crate::policy::RetryPolicy;
 use crate::prepared::PreparedIntent;
 use crate::transport::{self, Transport, TransportError};
@@ -501,19 +500,19 @@ impl RequestBuilder {
         }
         let policy = options.take_policy(&policy);
         let resolved = options.resolve(&policy, &request)?;
-        if let Some(key) = &resolved.key {
-            let value = key
-                .header_value(policy.settings.key_format)
-                .map_err(Error::invalid_key)?;
-            outgoing::put_key(&mut request, &policy.key_header, value);
-        }
+        intent::check_and_key(
+            &mut request,
+            &policy,
+            resolved.key.as_ref(),
+            resolved.deadline,
+        )?;
         intent::body_into_bytes(&mut request, &mut body_factory);
-        PreparedIntent::new(
+        Ok(PreparedIntent::new(
             resolved.key,
             policy.key_header.clone(),
             request,
             resolved.deadline,
-        )
+        ))
     }
 
     /// Sends the intent.

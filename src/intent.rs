@@ -43,7 +43,7 @@ use crate::write_ahead::{self, StartRefused, WriteAhead};
 mod prepare;
 mod state;
 
-pub(crate) use prepare::body_into_bytes;
+pub(crate) use prepare::{body_into_bytes, check_and_key};
 use prepare::{Attempt, Prepared, Ready};
 use state::LoopState;
 

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use http::HeaderName;
 
-use crate::error::Error;
 use crate::idempotency::IdempotencyKey;
 use crate::ids::RequestId;
 use crate::observer::IntentStart;
@@ -30,17 +29,14 @@ impl PreparedIntent {
         key_header: HeaderName,
         request: reqwest::Request,
         deadline: Option<Duration>,
-    ) -> Result<Self, Error> {
-        if deadline == Some(Duration::ZERO) {
-            return Err(Error::zero_deadline());
-        }
-        Ok(Self {
+    ) -> Self {
+        Self {
             intent_id: RequestId::generate(),
             key,
             key_header,
             request,
             deadline,
-        })
+        }
     }
 
     /// The intent as a write-ahead sees it before its first byte: key, method,

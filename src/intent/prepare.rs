@@ -34,15 +34,7 @@ impl<T: Transport> Intent<T> {
             observers,
             write_ahead,
         } = self;
-        if deadline == Some(Duration::ZERO) {
-            return Err(Error::zero_deadline());
-        }
-        if let Some(key) = &key {
-            let value = key
-                .header_value(policy.settings.key_format)
-                .map_err(Error::invalid_key)?;
-            outgoing::put_key(&mut request, &policy.key_header, value);
-        }
+        check_and_key(&mut request, &policy, key.as_ref(), deadline)?;
         if write_ahead.is_some() {
             body_into_bytes(&mut request, &mut body_factory);
         }
@@ -79,6 +71,26 @@ impl<T: Transport> Intent<T> {
             started,
         })
     }
+}
+
+/// Refuses a zero deadline and an invalid key, and puts the key on the request:
+/// what `send()` and `RequestBuilder::prepare` decide alike.
+pub(crate) fn check_and_key(
+    request: &mut reqwest::Request,
+    policy: &PolicyInner,
+    key: Option<&IdempotencyKey>,
+    deadline: Option<Duration>,
+) -> Result<(), Error> {
+    if deadline == Some(Duration::ZERO) {
+        return Err(Error::zero_deadline());
+    }
+    if let Some(key) = key {
+        let value = key
+            .header_value(policy.settings.key_format)
+            .map_err(Error::invalid_key)?;
+        outgoing::put_key(request, &policy.key_header, value);
+    }
+    Ok(())
 }
 
 /// Calls a `body_fn` factory once and, when it yields bytes, sends those same
