@@ -1,7 +1,8 @@
 //! A relay on the server's worst day: while nothing can reach the server
-//! (connections refused), every run provably does nothing, so the committed
-//! intent stays `queued` with its runs given back — never worn down to
-//! `abandoned` by the max runs — and is sent once the server is back.
+//! (connections refused, or the client's breaker open), every run provably
+//! does nothing, so the committed intent stays `queued` with its runs given
+//! back — never worn down to `abandoned` by the max runs — and is sent once the
+//! server is back.
 
 use std::time::Duration;
 
@@ -10,7 +11,10 @@ use reqwest_resilience_journal::{IntentState, Journal, OutboxIntent};
 use crate::support::backend::{client, Backend};
 use crate::support::server::{Act, Server};
 
-crate::e2e_on_both_backends!(an_outage_longer_than_the_max_runs_never_abandons_a_committed_intent);
+crate::e2e_on_both_backends!(
+    an_outage_longer_than_the_max_runs_never_abandons_a_committed_intent,
+    an_open_breaker_holds_the_relay_back_without_wearing_the_intent_down,
+);
 
 /// Enqueues `intent` on the backend's database, in a transaction of its own.
 pub async fn enqueue(backend: &Backend, intent: &OutboxIntent) {
@@ -75,4 +79,53 @@ async fn an_outage_longer_than_the_max_runs_never_abandons_a_committed_intent(ba
     assert_eq!(server.effects(), 1);
     let row = journal.get(intent.key()).await.unwrap().unwrap();
     assert_eq!((row.state, row.runs), (IntentState::Succeeded, 1));
+}
+
+/// A relay whose client's circuit breaker is open (isolated by hand): every run
+/// is refused before its first byte, so the intent stays `queued`, its runs
+/// given back, nothing reaches the server — until the breaker closes.
+async fn an_open_breaker_holds_the_relay_back_without_wearing_the_intent_down(backend: Backend) {
+    const MAX_RUNS: u32 = 2;
+    let journal: Journal = backend
+        .journal(|b| b.max_runs(MAX_RUNS).unknown_retry_after(Duration::ZERO))
+        .await;
+    let server = Server::start().await;
+    let breaker = reqwest_resilience::CircuitBreaker::new_default();
+    let client = reqwest_resilience::ResilientClient::with_policy(
+        reqwest_resilience::RetryPolicy::builder()
+            .max_attempts(2)
+            .sleeper(reqwest_resilience::RecordingSleeper::new())
+            .no_budget()
+            .gate(breaker.clone())
+            .build()
+            .unwrap(),
+    );
+    let intent = journal.outbox(client.post(&server.url).body("{}")).unwrap();
+    enqueue(&backend, &intent).await;
+
+    breaker.isolate();
+    for pass in 0..(MAX_RUNS * 3) {
+        let report = journal.resume(&client, 10).await.unwrap();
+        assert_eq!(
+            (report.claimed, report.not_performed),
+            (1, 1),
+            "pass {pass}"
+        );
+        let row = journal.get(intent.key()).await.unwrap().unwrap();
+        assert_eq!(
+            (row.state, row.runs),
+            (IntentState::Queued, 0),
+            "pass {pass}"
+        );
+        assert!(
+            row.detail.is_some_and(|d| d.contains("gate")),
+            "pass {pass}: says why"
+        );
+    }
+    assert!(server.seen().is_empty(), "an open breaker sends nothing");
+
+    breaker.reset();
+    let report = journal.resume(&client, 10).await.unwrap();
+    assert_eq!(report.succeeded, 1);
+    assert_eq!(server.seen_with_key(intent.key()).len(), 1);
 }
