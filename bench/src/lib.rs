@@ -6,6 +6,7 @@
 //! `budget_cost` (what a budget deposit costs).
 
 pub mod alloc_count;
+pub mod child;
 pub mod cpu;
 pub mod floor;
 pub mod markdown;

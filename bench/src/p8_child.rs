@@ -2,10 +2,10 @@
 //! main benchmark (system allocator) can report P8 (counting allocator) in its
 //! SUMMARY line.
 
-use std::io::Read as _;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
+
+use crate::child;
 
 /// The longest P8 may take, build included; then it is killed and reported missing.
 const LIMIT: Duration = Duration::from_secs(600);
@@ -32,7 +32,7 @@ pub fn run() -> Result<P8Figures, String> {
     let exe = std::env::current_exe()
         .map_err(|e| format!("cannot locate this executable: {e}"))?
         .with_file_name(format!("p8_allocs{}", std::env::consts::EXE_SUFFIX));
-    build_under_cargo(LIMIT)?;
+    child::build_under_cargo("p8_allocs", LIMIT)?;
     if !exe.exists() {
         return Err(format!(
             "{} not found: build it with `cargo build -p reqwest-resilience-bench --release \
@@ -41,71 +41,8 @@ pub fn run() -> Result<P8Figures, String> {
         ));
     }
     let left = LIMIT.saturating_sub(started.elapsed());
-    let stdout = run_bounded(Command::new(&exe), left)?;
+    let stdout = child::run_bounded(Command::new(&exe), left)?;
     parse(&stdout)
-}
-
-/// `cargo run --bin bench` builds only `bench`; under cargo (which sets `CARGO`)
-/// build `p8_allocs` too, in the same profile, so the child is never stale.
-fn build_under_cargo(limit: Duration) -> Result<(), String> {
-    let Some(cargo) = std::env::var_os("CARGO") else {
-        return Ok(());
-    };
-    let manifest: PathBuf = [env!("CARGO_MANIFEST_DIR"), "Cargo.toml"].iter().collect();
-    let mut command = Command::new(cargo);
-    command
-        .args([
-            "build",
-            "--quiet",
-            "-p",
-            "reqwest-resilience-bench",
-            "--bin",
-        ])
-        .arg("p8_allocs")
-        .arg("--manifest-path")
-        .arg(manifest);
-    if !cfg!(debug_assertions) {
-        command.arg("--release");
-    }
-    run_bounded(command, limit).map(drop)
-}
-
-/// Runs `command` to completion, killing it after `limit`; its stdout on success.
-fn run_bounded(mut command: Command, limit: Duration) -> Result<String, String> {
-    let name = format!("{:?}", command.get_program());
-    let mut child = command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|e| format!("cannot start {name}: {e}"))?;
-    // Read stdout on a thread: a full pipe would otherwise block the child.
-    let mut pipe = child.stdout.take().ok_or("no stdout pipe")?;
-    let reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = pipe.read_to_string(&mut text);
-        text
-    });
-    let deadline = Instant::now() + limit;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            Ok(None) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("{name} did not finish within {limit:?}"));
-            }
-            Err(e) => return Err(format!("waiting for {name}: {e}")),
-        }
-    };
-    let stdout = reader.join().map_err(|_| "stdout reader panicked")?;
-    if status.success() {
-        Ok(stdout)
-    } else {
-        Err(format!("{name} failed: {status}"))
-    }
 }
 
 /// Splits the child's output into its markdown and its `P8_VALUES` line

@@ -3,10 +3,11 @@
 //! closes its standard input and reads its `TOTALS`. Killed if dropped first.
 
 use std::io::{BufRead as _, BufReader};
-use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+use reqwest_resilience_bench::child;
 
 /// The longest building the child may take.
 const BUILD_LIMIT: Duration = Duration::from_secs(600);
@@ -26,7 +27,7 @@ impl RelayProcess {
         let exe = std::env::current_exe()
             .map_err(|e| format!("cannot locate this executable: {e}"))?
             .with_file_name(format!("p12_relay{}", std::env::consts::EXE_SUFFIX));
-        tokio::task::spawn_blocking(build_under_cargo)
+        tokio::task::spawn_blocking(|| child::build_under_cargo("p12_relay", BUILD_LIMIT))
             .await
             .map_err(|e| format!("building p12_relay: {e}"))??;
         let mut child = Command::new(&exe)
@@ -99,50 +100,6 @@ impl Drop for RelayProcess {
         if let Ok(None) = self.child.try_wait() {
             let _ = self.child.kill();
             let _ = self.child.wait();
-        }
-    }
-}
-
-/// `cargo run --bin bench` builds only `bench`; under cargo (which sets `CARGO`)
-/// build `p12_relay` too, in the same profile, so the child is never stale.
-fn build_under_cargo() -> Result<(), String> {
-    let Some(cargo) = std::env::var_os("CARGO") else {
-        return Ok(());
-    };
-    let manifest: PathBuf = [env!("CARGO_MANIFEST_DIR"), "Cargo.toml"].iter().collect();
-    let mut command = Command::new(cargo);
-    command
-        .args([
-            "build",
-            "--quiet",
-            "-p",
-            "reqwest-resilience-bench",
-            "--bin",
-        ])
-        .arg("p12_relay")
-        .arg("--manifest-path")
-        .arg(manifest);
-    if !cfg!(debug_assertions) {
-        command.arg("--release");
-    }
-    let mut child = command
-        .stdin(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot start cargo: {e}"))?;
-    let started = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) if status.success() => return Ok(()),
-            Ok(Some(status)) => return Err(format!("building p12_relay failed: {status}")),
-            Ok(None) if started.elapsed() < BUILD_LIMIT => {
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            Ok(None) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("building p12_relay took over {BUILD_LIMIT:?}"));
-            }
-            Err(e) => return Err(format!("waiting for cargo: {e}")),
         }
     }
 }
