@@ -134,6 +134,14 @@
     allow(dead_code, unused_macros, unused_imports)
 )]
 
+/// The PostgreSQL journal's clock, in milliseconds since the Unix epoch: every
+/// timestamp it writes, the store's statements and the outbox enqueue's alike.
+macro_rules! pg_now_ms {
+    () => {
+        "(extract(epoch FROM now()) * 1000)::bigint"
+    };
+}
+
 mod backlog;
 mod durable;
 mod error;

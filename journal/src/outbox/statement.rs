@@ -55,13 +55,16 @@ pub struct OutboxStatement {
 /// start at 0: the relay's claim raises both to 1, as a write-ahead starts.
 /// It returns a row when it inserted one (drivers that read rows rather than
 /// the affected count tell a taken key by none).
-pub(crate) const POSTGRES: &str = "
-    INSERT INTO journal_intents (key, key_on_wire, method, url, headers, body, deadline_ms,
+pub(crate) const POSTGRES: &str = concat!(
+    "INSERT INTO journal_intents (key, key_on_wire, method, url, headers, body, deadline_ms,
         retention_end_ms, state, fence, runs, due_at_ms, created_ms, updated_ms)
-    SELECT $1, $2, $3, $4, $5, $6, $7, c.ms + $8, $9, 0, 0, c.ms, c.ms, c.ms
-    FROM (SELECT (extract(epoch FROM now()) * 1000)::bigint AS ms) c
-    ON CONFLICT (key) DO NOTHING
-    RETURNING 1";
+     SELECT $1, $2, $3, $4, $5, $6, $7, c.ms + $8, $9, 0, 0, c.ms, c.ms, c.ms
+     FROM (SELECT ",
+    pg_now_ms!(),
+    " AS ms) c
+     ON CONFLICT (key) DO NOTHING
+     RETURNING 1"
+);
 
 /// SQLite: as [`POSTGRES`], and `?10` now ms.
 pub(crate) const SQLITE: &str = "

@@ -12,13 +12,6 @@ macro_rules! channel {
     };
 }
 
-/// The database's clock, in milliseconds since the Unix epoch.
-macro_rules! now_ms {
-    () => {
-        "(extract(epoch FROM now()) * 1000)::bigint"
-    };
-}
-
 /// A condition kept out of index matching: the statement finds its row by the
 /// primary key alone, and checks this on that row. Written bare, a state check
 /// (`state = $8`) matches the listing index's first column (`state, created_ms,
@@ -57,7 +50,7 @@ const WRITE_AHEAD: &str = concat!(
         created_ms, updated_ms)
      SELECT $1, $2, $3, $4, $5, $6, $7, c.ms + $8, $12, $9, $10, c.ms + $11, 1, 1, c.ms, c.ms
      FROM (SELECT ",
-    now_ms!(),
+    pg_now_ms!(),
     " AS ms) c
      ON CONFLICT (key) DO NOTHING
      RETURNING lease_until_ms, pg_current_xact_id()::text AS xid"
@@ -67,7 +60,7 @@ const WRITE_AHEAD: &str = concat!(
 /// `$6` limit, `$7` queued.
 const CLAIM: &str = concat!(
     "WITH clock AS (SELECT ",
-    now_ms!(),
+    pg_now_ms!(),
     " AS ms),
      due AS (
          SELECT i.key FROM journal_intents i, clock
@@ -90,7 +83,7 @@ const CLAIM: &str = concat!(
 /// `JournalStore::take_over`).
 pub(super) const TAKE_OVER: &str = concat!(
     "WITH clock AS (SELECT ",
-    now_ms!(),
+    pg_now_ms!(),
     " AS ms)
      UPDATE journal_intents t
      SET state = $4, owner = $1, incarnation = $2, lease_until_ms = clock.ms + $5,
@@ -107,9 +100,9 @@ pub(super) const RECORD: &str = concat!(
     "UPDATE journal_intents
      SET state = $1, status = COALESCE($2, status), locator = $3, detail = $4,
          runs = runs - $9, due_at_ms = ",
-    now_ms!(),
+    pg_now_ms!(),
     " + $5, lease_until_ms = NULL, updated_ms = ",
-    now_ms!(),
+    pg_now_ms!(),
     "
      WHERE key = $6 AND fence = $7 AND ",
     on_the_row!("state = $8")
@@ -145,7 +138,7 @@ const BACKLOG: &str = concat!(
             AS next_due_ms,
         MIN(c.ms) AS now_ms
      FROM (SELECT ",
-    now_ms!(),
+    pg_now_ms!(),
     " AS ms) c
      LEFT JOIN journal_intents i ON i.state IN ($3, $4, $5)"
 );
@@ -155,7 +148,7 @@ pub(super) const ABANDON: &str = concat!(
     "UPDATE journal_intents
      SET state = $3, detail = $1, fence = fence + 1,
          lease_until_ms = NULL, due_at_ms = NULL, updated_ms = ",
-    now_ms!(),
+    pg_now_ms!(),
     "
      WHERE key = $2 AND ",
     on_the_row!("state IN ($4, $5, $6)")
@@ -165,7 +158,7 @@ pub(super) const ABANDON: &str = concat!(
 const PRUNE: &str = concat!(
     "DELETE FROM journal_intents
      WHERE state IN ($2, $3, $4) AND updated_ms <= ",
-    now_ms!(),
+    pg_now_ms!(),
     " - $1"
 );
 
