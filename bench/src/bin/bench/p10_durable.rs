@@ -440,9 +440,10 @@ const PG_WRITE_AHEAD: &str = "INSERT INTO journal_intents (key, key_on_wire, met
      ON CONFLICT (key) DO NOTHING
      RETURNING lease_until_ms, pg_current_xact_id()::text AS xid";
 
-/// The store's `RECORD` (`$1` state, `$2` status, `$3` locator, `$4` detail,
-/// `$5` due in ms, `$6` key, `$7` fence, `$8` in_flight).
-const PG_RECORD: &str = "UPDATE journal_intents
+/// The store's `RECORD`, as the raw sides of P10 and P12 run it: `$1` state,
+/// `$2` status, `$3` locator, `$4` detail, `$5` due in ms, `$6` key, `$7` fence,
+/// `$8` in_flight, `$9` runs given back.
+pub(crate) const PG_RECORD: &str = "UPDATE journal_intents
      SET state = $1, status = COALESCE($2, status), locator = $3, detail = $4,
          runs = runs - $9,
          due_at_ms = (extract(epoch FROM now()) * 1000)::bigint + $5, lease_until_ms = NULL,

@@ -13,6 +13,7 @@ use reqwest_resilience_journal::{Journal, PostgresStore};
 
 use super::latency::BATCH;
 use super::transactions::PgProducer;
+use crate::p10_durable::PG_RECORD;
 use crate::plan::Plan;
 
 /// The longest one side may take to drain a backlog (a stuck relay fails the run).
@@ -36,15 +37,6 @@ const PG_CLAIM: &str = "WITH clock AS (SELECT (extract(epoch FROM now()) * 1000)
      FROM due, clock
      WHERE t.key = due.key
      RETURNING t.*, clock.ms AS now_ms";
-
-/// The store's `RECORD`: `$1` state, `$2` status, `$3` locator, `$4` detail, `$5`
-/// due in ms, `$6` key, `$7` fence, `$8` in_flight, `$9` runs given back.
-const PG_RECORD: &str = "UPDATE journal_intents
-     SET state = $1, status = COALESCE($2, status), locator = $3, detail = $4,
-         runs = runs - $9,
-         due_at_ms = (extract(epoch FROM now()) * 1000)::bigint + $5, lease_until_ms = NULL,
-         updated_ms = (extract(epoch FROM now()) * 1000)::bigint
-     WHERE key = $6 AND fence = $7 AND (state = $8) IS TRUE";
 
 /// Per round, intents/s of the raw row writes and of the relay, in both orders
 /// (raw first, relay first, relay first, raw first, … as P10), after a warm-up
