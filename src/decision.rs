@@ -80,6 +80,9 @@ pub(crate) struct Facts {
     /// What the server asked for, if it asked.
     pub(crate) retry_after: Option<Duration>,
     pub(crate) retry_after_ceiling: Duration,
+    /// This attempt was a `425 Too Early`, and an earlier one was too: a 425 is
+    /// retried once (RFC 8470 asks for one resend outside early data).
+    pub(crate) too_early_again: bool,
     /// The shortest pause after a 409 "same key still in progress".
     pub(crate) conflict_delay: Duration,
     /// A 409 may still be waited out without using up an attempt: fewer have been
@@ -124,8 +127,8 @@ pub(crate) fn conflict_wait_limit(deadline: Option<Duration>, conflict_delay: Du
 
 /// Deliver, give up, or pause — in this order of precedence:
 /// 1. a request reqwest could not build is the caller's mistake;
-/// 2. a final response is delivered; a failure that is not transient, or whose
-///    retry is not safe, ends the intent;
+/// 2. a final response is delivered (a second `425 Too Early` is final); a failure
+///    that is not transient, or whose retry is not safe, ends the intent;
 /// 3. a body that cannot be sent again ends it (unless no attempt is left anyway:
 ///    then running out of attempts is the reason);
 /// 4. no time left, or no attempt left — a keyed 409 "in progress" under a deadline
@@ -143,6 +146,7 @@ pub(crate) fn after_attempt(facts: Facts, backoff: impl FnOnce() -> Duration) ->
     let retry = match facts.ended {
         Ended::InvalidRequest => return Next::GiveUp(GiveUpReason::InvalidRequest),
         Ended::Response { retry: false } => return Next::Deliver,
+        Ended::Response { retry: true } if facts.too_early_again => return Next::Deliver,
         Ended::Failed { retry: false } => return Next::GiveUp(GiveUpReason::NotRetryable),
         Ended::Response { retry: true } | Ended::Failed { retry: true } => true,
     };
@@ -216,6 +220,7 @@ mod tests {
             remaining: Some(1000 * MS),
             retry_after: None,
             retry_after_ceiling: 500 * MS,
+            too_early_again: false,
             conflict_delay: 400 * MS,
             conflict_waits_left: true,
             min_attempt_window: 10 * MS,
@@ -248,6 +253,7 @@ mod tests {
         let rows: Vec<(&str, Facts, Duration, Next)> = vec![
             ("transient, time and attempts left: the backoff", base, 100 * MS, pause(100 * MS, DelayReason::Backoff)),
             ("a final response is delivered", Facts { ended: Ended::Response { retry: false }, ..base }, 100 * MS, Next::Deliver),
+            ("a second 425 Too Early is delivered", Facts { too_early_again: true, ..base }, 100 * MS, Next::Deliver),
             ("a final response beats no time left", Facts { ended: Ended::Response { retry: false }, remaining: Some(Duration::ZERO), ..base }, 100 * MS, Next::Deliver),
             ("a failure not to retry", Facts { ended: Ended::Failed { retry: false }, ..base }, 100 * MS, give_up(NotRetryable)),
             ("a request reqwest could not build", Facts { ended: Ended::InvalidRequest, ..base }, 100 * MS, give_up(InvalidRequest)),
@@ -348,6 +354,7 @@ mod tests {
                 remaining: remaining.map(Duration::from_millis),
                 retry_after: retry_after.map(Duration::from_millis),
                 retry_after_ceiling: Duration::from_millis(ceiling),
+                too_early_again: false,
                 conflict_delay: Duration::from_millis(conflict_delay),
                 conflict_waits_left,
                 min_attempt_window: Duration::from_millis(window),

@@ -27,6 +27,8 @@ pub(super) struct LoopState {
     pub(super) conflicts_waited_out: u32,
     /// How many more may be (`decision::conflict_wait_limit`, counted down).
     pub(super) conflict_waits_left: u32,
+    /// An attempt was answered `425 Too Early`: a second one is final.
+    pub(super) too_early_seen: bool,
     pub(super) started: Instant,
     /// The intent's method, for the give-up text.
     pub(super) method: Method,

@@ -1,7 +1,8 @@
 //! Only transient failures are retried, and POST/PATCH only with a key.
 
 use reqwest_resilience::{
-    AttemptOutcome, AttemptView, Decision, DelayReason, GiveUpReason, ResponseExt, StatusSet,
+    AttemptOutcome, AttemptView, Decision, DelayReason, GiveUpReason, KeyAttachment, ResponseExt,
+    StatusSet,
 };
 use std::time::Duration;
 
@@ -98,6 +99,33 @@ async fn conflicts_do_not_use_up_attempts_the_deadline_bounds_the_wait() {
         .iter()
         .all(|d| *d >= Duration::from_secs(1)));
     single_key(&received(&server).await);
+}
+
+#[tokio::test]
+async fn too_early_is_retried_once_for_any_method_outcome_known() {
+    // A keyless POST too: 425 says the server did not process it (RFC 8470).
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(Scripted::new(vec![
+            ResponseTemplate::new(425),
+            ResponseTemplate::new(201),
+        ]))
+        .expect(2)
+        .mount(&server)
+        .await;
+    let (client, _) = client_with(|p| p.key_attachment(KeyAttachment::Never));
+    let response = client.post(server.uri()).send().await.unwrap();
+    assert_eq!(response.status(), 201);
+
+    // A second 425 is the answer: once is what the RFC asks for.
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(425))
+        .expect(2)
+        .mount(&server)
+        .await;
+    let response = client.post(server.uri()).send().await.unwrap();
+    assert_eq!(response.status(), 425);
 }
 
 #[tokio::test]
