@@ -9,6 +9,7 @@ mod policies;
 mod postgres;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod processes;
+mod retention;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod support;
