@@ -12,6 +12,8 @@ mod processes;
 mod retention;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(feature = "sqlite")]
+mod sqlite_writer;
 mod support;
 #[cfg(feature = "postgres")]
 mod throwaway_pg;
