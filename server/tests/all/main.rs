@@ -7,6 +7,8 @@ mod crash;
 mod policies;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(feature = "postgres")]
+mod postgres_locks;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod processes;
 mod retention;
