@@ -11,6 +11,8 @@ mod postgres;
 mod postgres_locks;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod processes;
+#[cfg(feature = "sqlite")]
+mod replay_load;
 mod retention;
 #[cfg(feature = "sqlite")]
 mod sqlite;
