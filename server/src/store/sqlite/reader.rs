@@ -47,16 +47,12 @@ impl Reader {
             queries::existing(&conn, &scope, now)
         })
         .await;
-        match read {
-            Ok(Ok(existing)) => existing,
-            Ok(Err(error)) => {
-                tracing::debug!(%error, "idempotency store: read failed; asking the writer");
-                None
-            }
-            Err(error) => {
-                tracing::debug!(%error, "idempotency store: read failed; asking the writer");
-                None
-            }
-        }
+        let error: Box<dyn std::error::Error + Send + Sync> = match read {
+            Ok(Ok(existing)) => return existing,
+            Ok(Err(error)) => error.into(),
+            Err(error) => error.into(),
+        };
+        tracing::debug!(%error, "idempotency store: read failed; asking the writer");
+        None
     }
 }
