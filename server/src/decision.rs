@@ -68,6 +68,19 @@ pub(crate) fn answer_existing(
             RefusalKind::InProgress,
             Some(in_progress_retry_after(*lease_until, now, pace)),
         )),
+        // Its start is not readable: poll at the shortest pace rather than assume it
+        // has only just begun (which would send duplicates away for a whole run).
+        ExistingState::Uncommitted => Answer::Refuse(Refusal::new(
+            RefusalKind::InProgress,
+            Some(in_progress_retry_after(
+                now + pace.lease,
+                now,
+                InProgressPace {
+                    typical_run: None,
+                    ..pace
+                },
+            )),
+        )),
         ExistingState::Completed(Completion::Stored(response)) => Answer::Replay(response.clone()),
         ExistingState::Completed(Completion::NotStored { reason, .. }) => {
             Answer::Refuse(Refusal::new(RefusalKind::NotStored(*reason), None))
@@ -177,6 +190,7 @@ mod tests {
         let cases = [
             ("in progress, same payload: a short poll, not the lease", in_progress(now + 30 * S), fp(1), refuse(RefusalKind::InProgress, Some(S))),
             ("in progress, another payload", in_progress(now + 30 * S), fp(2), refuse(RefusalKind::Mismatch, None)),
+            ("uncommitted, start unknown: the shortest poll", ExistingState::Uncommitted, fp(1), refuse(RefusalKind::InProgress, Some(S))),
             ("finished, same payload", done.clone(), fp(1), Answer::Replay(stored())),
             ("finished, another payload", done, fp(2), refuse(RefusalKind::Mismatch, None)),
             ("finished, not stored", not_stored.clone(), fp(1), refuse(RefusalKind::NotStored(NotStored::TooLarge), None)),

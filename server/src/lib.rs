@@ -61,7 +61,8 @@
 //!
 //! A `debug` span `idempotency` per keyed request, with the first 8 hex digits of the
 //! key's scoped digest (never the key); [`Counters`] for claims, replays, conflicts
-//! and mismatches.
+//! and mismatches, also recorded through the `metrics` facade with feature `metrics`
+//! (the names: [`METRIC_NAMES`]).
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -99,7 +100,7 @@ pub use decision::{ServerErrors, MAX_IN_PROGRESS_RETRY_AFTER};
 pub use fingerprint::{Fingerprint, Fingerprinter, Sha256Fingerprinter};
 pub use key::IDEMPOTENCY_KEY;
 pub use layer::IdempotencyLayer;
-pub use metrics::{CounterSnapshot, Counters};
+pub use metrics::{CounterSnapshot, Counters, METRIC_NAMES};
 pub use principal::{Principal, PrincipalExtractor, SinglePrincipal};
 pub use record::{Completion, Existing, ExistingState, NotStored, StoredResponse};
 pub use refusal::{ProblemJson, Refusal, RefusalFormat, RefusalKind, RenderedBody};

@@ -47,8 +47,55 @@ pub struct CounterSnapshot {
     pub store_errors: u64,
 }
 
-fn bump(counter: &AtomicU64) {
+/// The name each counter is exported under through the `metrics` facade (feature
+/// `metrics`), the facade reqwest-resilience's `Metrics` records through. Every one is
+/// a monotonic counter of requests, incremented as the snapshot's field is:
+///
+/// | name | counts |
+/// |---|---|
+/// | `tower_idempotency.claims` | keys claimed: the handler ran |
+/// | `tower_idempotency.reclaims` | of those, keys taken over from a lapsed holder |
+/// | `tower_idempotency.replays` | stored responses replayed |
+/// | `tower_idempotency.conflicts` | 409s: the key was in progress |
+/// | `tower_idempotency.mismatches` | 422s (or the format's status): the key was used with another payload |
+/// | `tower_idempotency.other_refusals` | every other refusal |
+/// | `tower_idempotency.not_stored` | finished responses not kept |
+/// | `tower_idempotency.released` | keys freed without a result |
+/// | `tower_idempotency.lost_claims` | results that arrived after their claim was taken over |
+/// | `tower_idempotency.store_errors` | store calls that failed |
+///
+/// Install a recorder (an exporter such as `metrics-exporter-prometheus`) in the
+/// application; without one, recording costs a load and a branch.
+pub const METRIC_NAMES: [&str; 10] = [
+    CLAIMS,
+    RECLAIMS,
+    REPLAYS,
+    CONFLICTS,
+    MISMATCHES,
+    OTHER_REFUSALS,
+    NOT_STORED,
+    RELEASED,
+    LOST_CLAIMS,
+    STORE_ERRORS,
+];
+
+const CLAIMS: &str = "tower_idempotency.claims";
+const RECLAIMS: &str = "tower_idempotency.reclaims";
+const REPLAYS: &str = "tower_idempotency.replays";
+const CONFLICTS: &str = "tower_idempotency.conflicts";
+const MISMATCHES: &str = "tower_idempotency.mismatches";
+const OTHER_REFUSALS: &str = "tower_idempotency.other_refusals";
+const NOT_STORED: &str = "tower_idempotency.not_stored";
+const RELEASED: &str = "tower_idempotency.released";
+const LOST_CLAIMS: &str = "tower_idempotency.lost_claims";
+const STORE_ERRORS: &str = "tower_idempotency.store_errors";
+
+fn bump(counter: &AtomicU64, name: &'static str) {
     counter.fetch_add(1, Ordering::Relaxed);
+    #[cfg(feature = "metrics")]
+    metrics::counter!(name).increment(1);
+    #[cfg(not(feature = "metrics"))]
+    let _ = name;
 }
 
 impl Counters {
@@ -70,37 +117,37 @@ impl Counters {
     }
 
     pub(crate) fn claimed(&self, reclaimed: bool) {
-        bump(&self.claims);
+        bump(&self.claims, CLAIMS);
         if reclaimed {
-            bump(&self.reclaims);
+            bump(&self.reclaims, RECLAIMS);
         }
     }
 
     pub(crate) fn replayed(&self) {
-        bump(&self.replays);
+        bump(&self.replays, REPLAYS);
     }
 
     pub(crate) fn refused(&self, kind: RefusalKind) {
         match kind {
-            RefusalKind::InProgress => bump(&self.conflicts),
-            RefusalKind::Mismatch => bump(&self.mismatches),
-            _ => bump(&self.other_refusals),
+            RefusalKind::InProgress => bump(&self.conflicts, CONFLICTS),
+            RefusalKind::Mismatch => bump(&self.mismatches, MISMATCHES),
+            _ => bump(&self.other_refusals, OTHER_REFUSALS),
         }
     }
 
     pub(crate) fn not_stored(&self) {
-        bump(&self.not_stored);
+        bump(&self.not_stored, NOT_STORED);
     }
 
     pub(crate) fn released(&self) {
-        bump(&self.released);
+        bump(&self.released, RELEASED);
     }
 
     pub(crate) fn lost_claim(&self) {
-        bump(&self.lost_claims);
+        bump(&self.lost_claims, LOST_CLAIMS);
     }
 
     pub(crate) fn store_error(&self) {
-        bump(&self.store_errors);
+        bump(&self.store_errors, STORE_ERRORS);
     }
 }

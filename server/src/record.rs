@@ -84,6 +84,10 @@ pub enum ExistingState {
         /// When another request may reclaim the key.
         lease_until: SystemTime,
     },
+    /// Being executed by a transaction that has not committed (the strong mode on
+    /// PostgreSQL, seen through a lock wait that timed out): nothing of it is readable
+    /// yet, not even when it started.
+    Uncommitted,
     /// Finished.
     Completed(Completion),
 }

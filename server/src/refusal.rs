@@ -139,11 +139,22 @@ pub struct RenderedBody {
     pub body: Bytes,
 }
 
-/// Gives refusals the body shape an API already uses. The status and `Retry-After`
-/// stay the layer's. Any `Fn(&Refusal) -> RenderedBody` is a format.
+/// Gives refusals the body shape (and, if it must, the status) an API already uses.
+/// `Retry-After` stays the layer's. Any `Fn(&Refusal) -> RenderedBody` is a format
+/// that keeps the draft's statuses.
 pub trait RefusalFormat: Send + Sync + 'static {
     /// The body of one refusal.
     fn render(&self, refusal: &Refusal) -> RenderedBody;
+
+    /// The status of one refusal: the draft's by default ([`Refusal::status`]). An
+    /// API may answer with its own (Stripe answers `400` for a key reused with another
+    /// payload, which its SDKs raise as an idempotency error). Keep `409` for a key in
+    /// progress and `503` for an unreachable store: clients wait those out and retry,
+    /// and would give up on anything else. The layer recognises its refusals by a
+    /// marker, not by status, so a changed status never gets a refusal stored.
+    fn status(&self, refusal: &Refusal) -> StatusCode {
+        refusal.status()
+    }
 }
 
 impl<F> RefusalFormat for F

@@ -31,7 +31,7 @@ pub(crate) fn refusal(format: &dyn RefusalFormat, refusal: Refusal) -> Response<
     response
         .extensions_mut()
         .insert(Refused(refusal.kind().slug()));
-    *response.status_mut() = refusal.status();
+    *response.status_mut() = format.status(&refusal);
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE, rendered.content_type);
     if let Some(after) = refusal.retry_after() {

@@ -93,7 +93,9 @@ impl Shared {
         now: SystemTime,
     ) -> Response<ResponseBody> {
         let pace = match existing.state {
-            ExistingState::InProgress { .. } => self.in_progress_pace(),
+            ExistingState::InProgress { .. } | ExistingState::Uncommitted => {
+                self.in_progress_pace()
+            }
             // Not read for a finished key; the spread's count is left alone.
             ExistingState::Completed(_) => InProgressPace {
                 lease: self.settings.lease,

@@ -14,6 +14,7 @@ mod postgres;
 mod postgres_locks;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod processes;
+mod refusal_status;
 #[cfg(feature = "sqlite")]
 mod replay_load;
 mod retention;

@@ -72,14 +72,12 @@ where
     Ok(Transacted::Executed(response))
 }
 
-/// A key whose holder has not committed: in progress until at most a lease from now.
+/// A key whose holder has not committed: in progress, since when unknown.
 fn in_flight(request: &ClaimRequest) -> Existing {
     Existing {
         // The request's own: the holder's row is not readable until it commits, so a
         // reused key with another payload is caught (422) on the retry, not here.
         fingerprint: request.fingerprint.clone(),
-        state: ExistingState::InProgress {
-            lease_until: request.now + request.lease,
-        },
+        state: ExistingState::Uncommitted,
     }
 }
