@@ -242,6 +242,8 @@ pub(crate) struct Verdict {
     pub(crate) retry_after: Option<Duration>,
     /// A 409 on a keyed request: the same key is still executing on the server.
     pub(crate) conflict: bool,
+    /// A `425 Too Early` (RFC 8470): the server did not process the request.
+    pub(crate) too_early: bool,
 }
 
 impl Verdict {
@@ -307,6 +309,7 @@ pub(crate) fn classify(rules: &Rules<'_>, view: &AttemptView<'_>, clock: &dyn Cl
         safe,
         retry_after,
         conflict: transient && view.keyed && view.status() == Some(StatusCode::CONFLICT),
+        too_early: view.status().is_some_and(is_too_early),
     }
 }
 
@@ -334,7 +337,10 @@ fn default_decision(
 ) -> Decision {
     match view.result {
         AttemptResult::Response { status, .. } => {
-            if transient.contains(status) || (retry_conflict && status == StatusCode::CONFLICT) {
+            if transient.contains(status)
+                || (retry_conflict && status == StatusCode::CONFLICT)
+                || is_too_early(status)
+            {
                 Decision::Retry
             } else {
                 Decision::Stop
@@ -355,16 +361,29 @@ fn retry_is_safe(method: &Method, keyed: bool, result: &AttemptResult<'_>) -> bo
     if keyed || is_idempotent_method(method) {
         return true;
     }
-    // Without a key, only a request that provably never left may go again.
-    matches!(result, AttemptResult::Error { failure, .. } if failure.proves_not_sent())
+    // Without a key, only a request that provably had no effect may go again: it never
+    // left, or the server said it did not process it.
+    match result {
+        AttemptResult::Error { failure, .. } => failure.proves_not_sent(),
+        AttemptResult::Response { status, .. } => is_too_early(*status),
+    }
+}
+
+/// `425 Too Early` (RFC 8470 §5.2): the server refused to process a request it
+/// received too early (in TLS early data, or through an intermediary that could not
+/// tell); the same request, sent again, is processed once. Retried once, for any
+/// method (`decision::after_attempt`).
+fn is_too_early(status: StatusCode) -> bool {
+    status.as_u16() == 425
 }
 
 /// Did the server say, in effect, "nothing was done"? 408: the request was not even
-/// fully received; 429: refused by rate limiting, before any work. Anything else that
+/// fully received; 425: refused as too early, unprocessed (RFC 8470); 429: refused
+/// by rate limiting, before any work. Anything else that
 /// failed may have had an effect — including 503, which gateways (Envoy, nginx, cloud
 /// load balancers) also send after forwarding the request upstream.
 fn status_proves_no_effect(status: StatusCode) -> bool {
-    matches!(status.as_u16(), 408 | 429)
+    matches!(status.as_u16(), 408 | 425 | 429)
 }
 
 /// Classifies one attempt's result, and records its OpenTelemetry attributes on
@@ -406,6 +425,7 @@ pub(crate) fn classify_result(
                 safe: false,
                 retry_after: None,
                 conflict: false,
+                too_early: false,
             };
         }
     };
@@ -484,5 +504,13 @@ mod tests {
         assert!(!retry_is_safe(&Method::POST, false, &response));
         assert!(retry_is_safe(&Method::POST, true, &response));
         assert!(retry_is_safe(&Method::GET, false, &response));
+        let too_early = AttemptResult::Response {
+            status: StatusCode::from_u16(425).unwrap(),
+            headers: &headers,
+        };
+        assert!(
+            retry_is_safe(&Method::POST, false, &too_early),
+            "425: not processed"
+        );
     }
 }

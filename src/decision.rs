@@ -71,7 +71,8 @@ pub(crate) struct Facts {
     pub(crate) conflict: bool,
     /// The body can be sent again (bytes, none, or a factory).
     pub(crate) replayable: bool,
-    /// Attempts made so far (≥ 1).
+    /// Attempts made so far that count toward `max_attempts` (≥ 1 unless this one
+    /// was a 409 waited out): see [`after_attempt`] for the 409s that do not count.
     pub(crate) attempts_made: u32,
     pub(crate) max_attempts: u32,
     /// Time left before the deadline; `None` without a deadline.
@@ -79,8 +80,14 @@ pub(crate) struct Facts {
     /// What the server asked for, if it asked.
     pub(crate) retry_after: Option<Duration>,
     pub(crate) retry_after_ceiling: Duration,
+    /// This attempt was a `425 Too Early`, and an earlier one was too: a 425 is
+    /// retried once (RFC 8470 asks for one resend outside early data).
+    pub(crate) too_early_again: bool,
     /// The shortest pause after a 409 "same key still in progress".
     pub(crate) conflict_delay: Duration,
+    /// A 409 may still be waited out without using up an attempt: fewer have been
+    /// than [`conflict_wait_limit`] allows.
+    pub(crate) conflict_waits_left: bool,
     /// The least time an attempt must have after the pause to be worth sending.
     pub(crate) min_attempt_window: Duration,
 }
@@ -100,13 +107,36 @@ pub(crate) fn min_attempt_window(
     longest_attempt.map_or(Duration::from_millis(10), |longest| longest / 10)
 }
 
+/// Whether this attempt was a keyed 409 "in progress" that does not use up an
+/// attempt: it is waited out within the deadline (see [`after_attempt`], rule 4).
+pub(crate) fn waits_out(facts: Facts) -> bool {
+    facts.conflict && facts.conflict_waits_left
+}
+
+/// How many 409s an intent waits out without using up attempts: as many pauses of
+/// `conflict_delay` (at least 10 ms) as the deadline holds — none without a
+/// deadline. The clock ends the wait first in production; this count ends it where
+/// pauses take no time (a recording sleeper in tests), so a server that answers 409
+/// forever never meets an endless loop.
+pub(crate) fn conflict_wait_limit(deadline: Option<Duration>, conflict_delay: Duration) -> u32 {
+    let pace = conflict_delay.max(Duration::from_millis(10));
+    deadline.map_or(0, |deadline| {
+        u32::try_from(deadline.as_nanos() / pace.as_nanos()).unwrap_or(u32::MAX)
+    })
+}
+
 /// Deliver, give up, or pause — in this order of precedence:
 /// 1. a request reqwest could not build is the caller's mistake;
-/// 2. a final response is delivered; a failure that is not transient, or whose
-///    retry is not safe, ends the intent;
+/// 2. a final response is delivered (a second `425 Too Early` is final); a failure
+///    that is not transient, or whose retry is not safe, ends the intent;
 /// 3. a body that cannot be sent again ends it (unless no attempt is left anyway:
 ///    then running out of attempts is the reason);
-/// 4. no time left, or no attempt left;
+/// 4. no time left, or no attempt left — a keyed 409 "in progress" under a deadline
+///    always leaves one: the server is executing the intent, so the wait is bounded
+///    by the deadline, not by `max_attempts` (waiting it out is the only way to learn
+///    the result; giving up makes the outcome unknown). Without a deadline nothing
+///    else would bound the wait, so there a 409 counts as an attempt
+///    ([`conflict_wait_limit`]);
 /// 5. the pause: the backoff (`backoff` is called only here, so no jitter is drawn
 ///    when no retry can follow), at least `conflict_delay` after a 409, never
 ///    shorter than the server's Retry-After — unless that is beyond the ceiling or
@@ -116,11 +146,12 @@ pub(crate) fn after_attempt(facts: Facts, backoff: impl FnOnce() -> Duration) ->
     let retry = match facts.ended {
         Ended::InvalidRequest => return Next::GiveUp(GiveUpReason::InvalidRequest),
         Ended::Response { retry: false } => return Next::Deliver,
+        Ended::Response { retry: true } if facts.too_early_again => return Next::Deliver,
         Ended::Failed { retry: false } => return Next::GiveUp(GiveUpReason::NotRetryable),
         Ended::Response { retry: true } | Ended::Failed { retry: true } => true,
     };
     debug_assert!(retry);
-    let attempts_left = facts.attempts_made < facts.max_attempts;
+    let attempts_left = waits_out(facts) || facts.attempts_made < facts.max_attempts;
     if !facts.replayable && attempts_left {
         return Next::GiveUp(GiveUpReason::BodyNotReplayable);
     }
@@ -189,7 +220,9 @@ mod tests {
             remaining: Some(1000 * MS),
             retry_after: None,
             retry_after_ceiling: 500 * MS,
+            too_early_again: false,
             conflict_delay: 400 * MS,
+            conflict_waits_left: true,
             min_attempt_window: 10 * MS,
         }
     }
@@ -220,6 +253,7 @@ mod tests {
         let rows: Vec<(&str, Facts, Duration, Next)> = vec![
             ("transient, time and attempts left: the backoff", base, 100 * MS, pause(100 * MS, DelayReason::Backoff)),
             ("a final response is delivered", Facts { ended: Ended::Response { retry: false }, ..base }, 100 * MS, Next::Deliver),
+            ("a second 425 Too Early is delivered", Facts { too_early_again: true, ..base }, 100 * MS, Next::Deliver),
             ("a final response beats no time left", Facts { ended: Ended::Response { retry: false }, remaining: Some(Duration::ZERO), ..base }, 100 * MS, Next::Deliver),
             ("a failure not to retry", Facts { ended: Ended::Failed { retry: false }, ..base }, 100 * MS, give_up(NotRetryable)),
             ("a request reqwest could not build", Facts { ended: Ended::InvalidRequest, ..base }, 100 * MS, give_up(InvalidRequest)),
@@ -242,6 +276,10 @@ mod tests {
             ("a 409 with a longer Retry-After", Facts { retry_after: Some(450 * MS), ..conflict }, 100 * MS, Next::Pause { delay: 450 * MS, reason: DelayReason::RetryAfter, cause: RetryCause::Conflict }),
             ("a 409 with a longer backoff", conflict, 600 * MS, Next::Pause { delay: 600 * MS, reason: DelayReason::Backoff, cause: RetryCause::Conflict }),
             ("a 409 whose wait cannot fit", Facts { remaining: Some(405 * MS), ..conflict }, 100 * MS, give_up(DeadlineExceeded)),
+            ("a 409 under a deadline does not use up an attempt", Facts { attempts_made: 3, ..conflict }, 100 * MS, Next::Pause { delay: 400 * MS, reason: DelayReason::Conflict, cause: RetryCause::Conflict }),
+            ("a 409 past the waits the deadline holds counts as an attempt", Facts { attempts_made: 3, conflict_waits_left: false, ..conflict }, 100 * MS, give_up(AttemptsExhausted)),
+            ("no time left ends a 409's wait", Facts { attempts_made: 3, remaining: Some(Duration::ZERO), ..conflict }, 100 * MS, give_up(DeadlineExceeded)),
+            ("a 409's Retry-After beyond the deadline", Facts { attempts_made: 3, retry_after: Some(400 * MS), remaining: Some(300 * MS), ..conflict }, 100 * MS, give_up(RetryAfterBeyondDeadline)),
         ];
         for (rule, facts, backoff, expected) in rows {
             assert_eq!(after_attempt(facts, || backoff), expected, "{rule}");
@@ -273,6 +311,22 @@ mod tests {
     }
 
     #[test]
+    fn the_409s_a_deadline_holds() {
+        let s = Duration::from_secs(1);
+        #[rustfmt::skip]
+        let rows = [
+            ("the defaults: 30 s at 1 s", Some(30 * s), s, 30),
+            ("no deadline: every 409 counts", None, s, 0),
+            ("a shorter pace", Some(s), 250 * MS, 4),
+            ("a zero delay is paced at 10 ms", Some(s), Duration::ZERO, 100),
+            ("a deadline shorter than one pause", Some(500 * MS), s, 0),
+        ];
+        for (name, deadline, delay, want) in rows {
+            assert_eq!(conflict_wait_limit(deadline, delay), want, "{name}");
+        }
+    }
+
+    #[test]
     fn the_useful_window_is_a_tenth_of_the_longest_attempt() {
         let s = Duration::from_secs(1);
         assert_eq!(min_attempt_window(Some(2 * s), None), 200 * MS);
@@ -290,7 +344,7 @@ mod tests {
             retry_after in proptest::option::of(0u64..20_000),
             ceiling in 0u64..20_000, backoff in 0u64..5_000, window in 0u64..1_000,
             conflict in any::<bool>(), conflict_delay in 0u64..5_000,
-            replayable in any::<bool>(),
+            replayable in any::<bool>(), conflict_waits_left in any::<bool>(),
         ) {
             let f = Facts {
                 ended: Ended::Failed { retry: true },
@@ -300,13 +354,15 @@ mod tests {
                 remaining: remaining.map(Duration::from_millis),
                 retry_after: retry_after.map(Duration::from_millis),
                 retry_after_ceiling: Duration::from_millis(ceiling),
+                too_early_again: false,
                 conflict_delay: Duration::from_millis(conflict_delay),
+                conflict_waits_left,
                 min_attempt_window: Duration::from_millis(window),
             };
             let backoff = Duration::from_millis(backoff);
             let floored = if conflict { backoff.max(f.conflict_delay) } else { backoff };
             if let Next::Pause { delay, reason, .. } = after_attempt(f, || backoff) {
-                prop_assert!(attempts_made < max_attempts);
+                prop_assert!(attempts_made < max_attempts || (conflict && conflict_waits_left));
                 prop_assert!(replayable);
                 if let Some(left) = f.remaining {
                     prop_assert!(delay + f.min_attempt_window <= left);

@@ -247,6 +247,12 @@ async fn attempt_loop<T: Transport>(
     let mut state = LoopState {
         log: AttemptLog::new(intent.key.take()),
         may_have_applied: false,
+        conflicts_waited_out: 0,
+        too_early_seen: false,
+        conflict_waits_left: decision::conflict_wait_limit(
+            intent.deadline,
+            policy.settings.conflict_delay,
+        ),
         started,
         method: intent.method.clone(),
         rng: None,
@@ -295,15 +301,22 @@ async fn attempt_loop<T: Transport>(
             },
             conflict: verdict.conflict,
             replayable: intent.replayable,
-            attempts_made: attempt.number,
+            attempts_made: attempt.number - state.conflicts_waited_out,
             max_attempts: policy.settings.max_attempts,
             remaining: deadline.remaining(policy.clock.now()),
             retry_after: verdict.retry_after,
             retry_after_ceiling: policy.settings.retry_after_ceiling,
+            too_early_again: verdict.too_early && state.too_early_seen,
             conflict_delay: policy.settings.conflict_delay,
+            conflict_waits_left: state.conflict_waits_left > 0,
             min_attempt_window,
         };
         let next = decision::after_attempt(facts, || state.draw_backoff(policy, attempt.number));
+        state.too_early_seen |= verdict.too_early;
+        if decision::waits_out(facts) {
+            state.conflicts_waited_out += 1;
+            state.conflict_waits_left -= 1;
+        }
         let last = match result {
             Ok(mut response) if next == Next::Deliver => {
                 state.attach_log(&mut response);

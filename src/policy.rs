@@ -100,7 +100,7 @@ impl Default for Settings {
 ///
 /// | setting | default | why |
 /// |---|---|---|
-/// | `max_attempts` | 3 | 1 + 2 retries, the AWS SDK standard mode |
+/// | `max_attempts` | 3; a keyed 409 "in progress" waited out under the deadline does not count | 1 + 2 retries, the AWS SDK standard mode; the server is executing the intent, and only waiting it out learns the result |
 /// | `backoff` | full jitter, base 100 ms, cap 2 s | fewest calls in Brooker's simulation; seed values |
 /// | `deadline` | 30 s for the whole intent, from `send()`: the write-ahead, attempts and pauses | a user rarely waits longer |
 /// | `attempt_timeout` | 10 s, or half the intent's deadline if that is shorter (the whole deadline with `max_attempts(1)`); a per-request `timeout()` replaces it; always cut to the time left; also bounds reading the body, as reqwest's timeout does | one stuck attempt must not eat the deadline: against a server that hangs, a retry still fits (see [`RetryPolicy::attempt_timeout`]) |
@@ -390,7 +390,9 @@ impl RetryPolicyBuilder {
         }
     }
 
-    /// Most attempts per intent, the first included (1 disables retries; 1–50).
+    /// Most attempts per intent, the first included (1 disables retries; 1–50). A
+    /// keyed 409 "in progress" waited out under a deadline is not counted: the server
+    /// is executing the intent, and the deadline bounds that wait.
     pub fn max_attempts(mut self, attempts: u32) -> Self {
         self.settings.max_attempts = attempts;
         self

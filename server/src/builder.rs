@@ -9,7 +9,6 @@ use crate::clock::{Clock, SystemClock};
 use crate::decision::ServerErrors;
 use crate::fingerprint::{Fingerprinter, Sha256Fingerprinter};
 use crate::layer::IdempotencyLayer;
-use crate::metrics::Counters;
 use crate::principal::PrincipalExtractor;
 use crate::refusal::{ProblemJson, RefusalFormat};
 use crate::shared::{Settings, Shared};
@@ -50,8 +49,8 @@ pub enum BuildError {
 /// |---|---|
 /// | [`key_required`](Self::key_required) | `true` (400 without a key) |
 /// | [`max_key_len`](Self::max_key_len) | 255 characters (Stripe's limit) |
-/// | [`lease`](Self::lease) | 60 s |
-/// | [`retention`](Self::retention) | 24 h (Stripe keeps keys at least 24 h) |
+/// | [`lease`](Self::lease) | 60 s (a 409 asks back in 1–2 s for a short handler, at most 10 s) |
+/// | [`retention`](Self::retention) | 24 h from the finish (Stripe keeps keys at least 24 h) |
 /// | [`max_request_body`](Self::max_request_body) | 1 MiB |
 /// | [`max_stored_body`](Self::max_stored_body) | 1 MiB |
 /// | [`replayed_headers`](Self::replayed_headers) | `content-type`, `location` |
@@ -124,13 +123,18 @@ impl Builder {
 
     /// How long a claim holds before another request may take the key over. Make it
     /// longer than the handler can run: a lease that lapses mid-handler lets a retry
-    /// execute concurrently.
+    /// execute concurrently. It bounds how long a crashed holder strands its key, not
+    /// how long a duplicate is told to wait: a 409's `Retry-After` is the handler's
+    /// estimated time left (from the handlers that finished here), spread over one
+    /// more second, at least 1 s and at most [`MAX_IN_PROGRESS_RETRY_AFTER`](crate::MAX_IN_PROGRESS_RETRY_AFTER)
+    /// and the lease's rest.
     pub fn lease(mut self, lease: Duration) -> Self {
         self.settings.lease = lease;
         self
     }
 
-    /// How long a finished key is kept (and replayed) before it may be pruned.
+    /// How long a finished key is kept (and replayed) before it may be pruned, counted
+    /// from the finish in every mode and store.
     pub fn retention(mut self, retention: Duration) -> Self {
         self.settings.retention = retention;
         self
@@ -201,15 +205,14 @@ impl Builder {
                 lease: s.lease,
             });
         }
-        Ok(IdempotencyLayer::from_shared(Shared {
-            store: self.store,
+        Ok(IdempotencyLayer::from_shared(Shared::new(
+            self.store,
             principal,
-            fingerprinter: self.fingerprinter,
-            format: self.format,
-            clock: self.clock,
-            settings: self.settings,
-            counters: Arc::new(Counters::default()),
-        }))
+            self.fingerprinter,
+            self.format,
+            self.clock,
+            self.settings,
+        )))
     }
 }
 

@@ -35,12 +35,30 @@ pub(crate) enum Answer {
     Refuse(Refusal),
 }
 
+/// What a 409's `Retry-After` is made from, besides the holder's lease.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct InProgressPace {
+    /// The lease a claim is given (so the claim's start is `lease_until - lease`).
+    pub(crate) lease: Duration,
+    /// How long this server's handlers typically run; `None` before the first finished.
+    pub(crate) typical_run: Option<Duration>,
+    /// One more second for every other duplicate, so that duplicates that arrived
+    /// together do not come back together.
+    pub(crate) extra_second: bool,
+}
+
+/// The longest `Retry-After` a 409 carries: it is a poll, not a promise (a handler's
+/// estimate can be wrong), and it stays well below a client's ceiling for waiting
+/// (reqwest-resilience gives up on asks beyond 30 s by default).
+pub const MAX_IN_PROGRESS_RETRY_AFTER: Duration = Duration::from_secs(10);
+
 /// A key reused with another payload is refused whatever its state (the draft's 422);
 /// otherwise a finished key replays and a key in progress answers 409.
 pub(crate) fn answer_existing(
     existing: &Existing,
     fingerprint: &Fingerprint,
     now: SystemTime,
+    pace: InProgressPace,
 ) -> Answer {
     if existing.fingerprint != *fingerprint {
         return Answer::Refuse(Refusal::new(RefusalKind::Mismatch, None));
@@ -48,7 +66,7 @@ pub(crate) fn answer_existing(
     match &existing.state {
         ExistingState::InProgress { lease_until } => Answer::Refuse(Refusal::new(
             RefusalKind::InProgress,
-            Some(retry_after(*lease_until, now)),
+            Some(in_progress_retry_after(*lease_until, now, pace)),
         )),
         ExistingState::Completed(Completion::Stored(response)) => Answer::Replay(response.clone()),
         ExistingState::Completed(Completion::NotStored { reason, .. }) => {
@@ -57,12 +75,31 @@ pub(crate) fn answer_existing(
     }
 }
 
-/// Until the holder's lease lapses, in whole seconds (what `Retry-After` can say),
-/// at least one: a sooner retry would only meet the same claim.
-pub(crate) fn retry_after(lease_until: SystemTime, now: SystemTime) -> Duration {
-    let left = lease_until.duration_since(now).unwrap_or(Duration::ZERO);
-    let secs = left.as_secs() + u64::from(left.subsec_nanos() > 0);
-    Duration::from_secs(secs.max(1))
+/// When a duplicate of a key in progress should come back, in whole seconds (what
+/// `Retry-After` can say): the time the holder has probably left (its typical run
+/// less what it has run; 1 s before any handler finished), plus the spread's second,
+/// then clamped to 1 s ..= the lease's rest and [`MAX_IN_PROGRESS_RETRY_AFTER`].
+/// The lease bounds a crash, not the wait: a handler that finishes in 2 s must not
+/// have its duplicates told to come back in 60 s.
+pub(crate) fn in_progress_retry_after(
+    lease_until: SystemTime,
+    now: SystemTime,
+    pace: InProgressPace,
+) -> Duration {
+    let lease_rest = whole_seconds(lease_until.duration_since(now).unwrap_or_default());
+    let claimed_at = lease_until.checked_sub(pace.lease).unwrap_or(lease_until);
+    let has_run = now.duration_since(claimed_at).unwrap_or_default();
+    let left = pace.typical_run.map_or(Duration::from_secs(1), |typical| {
+        typical.saturating_sub(has_run)
+    });
+    let secs = whole_seconds(left) + u64::from(pace.extra_second);
+    let most = lease_rest.min(MAX_IN_PROGRESS_RETRY_AFTER.as_secs());
+    Duration::from_secs(secs.clamp(1, most.max(1)))
+}
+
+/// Rounded up: a sooner retry would only meet the same claim.
+fn whole_seconds(d: Duration) -> u64 {
+    d.as_secs() + u64::from(d.subsec_nanos() > 0)
 }
 
 /// Whether the handler's response is kept for the key or the key is freed.
@@ -117,6 +154,15 @@ mod tests {
         }
     }
 
+    /// A pace with a 60 s lease, no history, no spread.
+    fn pace() -> InProgressPace {
+        InProgressPace {
+            lease: 60 * S,
+            typical_run: None,
+            extra_second: false,
+        }
+    }
+
     #[test]
     fn answers_for_a_claimed_key() {
         let now = SystemTime::UNIX_EPOCH + 1000 * S;
@@ -129,9 +175,7 @@ mod tests {
         let refuse = |kind, after| Answer::Refuse(Refusal::new(kind, after));
         #[rustfmt::skip]
         let cases = [
-            ("in progress, same payload", in_progress(now + 30 * S), fp(1), refuse(RefusalKind::InProgress, Some(30 * S))),
-            ("in progress, lease ends in 0.2 s", in_progress(now + S / 5), fp(1), refuse(RefusalKind::InProgress, Some(S))),
-            ("in progress, 29.5 s rounds up", in_progress(now + 29 * S + S / 2), fp(1), refuse(RefusalKind::InProgress, Some(30 * S))),
+            ("in progress, same payload: a short poll, not the lease", in_progress(now + 30 * S), fp(1), refuse(RefusalKind::InProgress, Some(S))),
             ("in progress, another payload", in_progress(now + 30 * S), fp(2), refuse(RefusalKind::Mismatch, None)),
             ("finished, same payload", done.clone(), fp(1), Answer::Replay(stored())),
             ("finished, another payload", done, fp(2), refuse(RefusalKind::Mismatch, None)),
@@ -143,7 +187,45 @@ mod tests {
                 fingerprint: fp(1),
                 state,
             };
-            assert_eq!(answer_existing(&existing, &ours, now), want, "{name}");
+            assert_eq!(
+                answer_existing(&existing, &ours, now, pace()),
+                want,
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_in_progress_retry_after() {
+        let now = SystemTime::UNIX_EPOCH + 1000 * S;
+        // A claim made `ran` ago under a 60 s lease.
+        let claimed = |ran: Duration| now - ran + 60 * S;
+        let typical = |t: Duration| InProgressPace {
+            typical_run: Some(t),
+            ..pace()
+        };
+        let spread = InProgressPace {
+            extra_second: true,
+            ..pace()
+        };
+        #[rustfmt::skip]
+        let rows = [
+            ("no history: 1 s", claimed(S / 10), pace(), S),
+            ("no history, the spread's second: 2 s", claimed(S / 10), spread, 2 * S),
+            ("typical 2 s, ran 0.1 s: 1.9 s rounds up", claimed(S / 10), typical(2 * S), 2 * S),
+            ("typical 2 s, ran 0.1 s, spread", claimed(S / 10), InProgressPace { extra_second: true, ..typical(2 * S) }, 3 * S),
+            ("past its typical run: at least 1 s", claimed(5 * S), typical(2 * S), S),
+            ("a long typical run is a poll of at most 10 s", claimed(S), typical(45 * S), 10 * S),
+            ("never past the lease's rest", claimed(57 * S + S / 2), typical(65 * S), 3 * S),
+            ("a lease that has lapsed: 1 s", now - S, typical(5 * S), S),
+            ("the lease's last half second: 1 s", now + S / 2, spread, S),
+        ];
+        for (name, lease_until, pace, want) in rows {
+            assert_eq!(
+                in_progress_retry_after(lease_until, now, pace),
+                want,
+                "{name}"
+            );
         }
     }
 

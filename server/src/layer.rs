@@ -39,6 +39,24 @@ impl IdempotencyLayer {
         &self.shared
     }
 
+    /// How long a claim holds before another request may take the key over
+    /// ([`Builder::lease`](crate::Builder::lease)).
+    pub fn lease(&self) -> Duration {
+        self.shared.settings.lease
+    }
+
+    /// How long a finished key is kept, counted from the finish
+    /// ([`Builder::retention`](crate::Builder::retention)).
+    pub fn retention(&self) -> Duration {
+        self.shared.settings.retention
+    }
+
+    /// The largest response body kept for replay
+    /// ([`Builder::max_stored_body`](crate::Builder::max_stored_body)).
+    pub fn max_stored_body(&self) -> usize {
+        self.shared.settings.max_stored_body
+    }
+
     /// What the layer has decided so far.
     pub fn counters(&self) -> Arc<Counters> {
         Arc::clone(&self.shared.counters)

@@ -5,6 +5,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Method, Request, Response};
@@ -17,8 +18,10 @@ use crate::body::{boxed, BoxError, ResponseBody};
 use crate::capture::{capture, Captured};
 use crate::decision::{after_handler, AfterHandler};
 use crate::record::Completion;
+use crate::refusal::RefusalKind;
+use crate::respond::{ClaimedByLayer, Refused};
 use crate::shared::Shared;
-use crate::store::Claim;
+use crate::store::{Claim, ClaimToken};
 
 /// The service [`IdempotencyLayer`](crate::IdempotencyLayer) wraps a handler in.
 #[derive(Clone)]
@@ -88,67 +91,100 @@ async fn handle<S, ReqB, ResB>(
     request: Request<ReqB>,
 ) -> Result<Response<ResponseBody>, S::Error>
 where
-    S: Service<Request<ReqB>, Response = Response<ResB>>,
-    ReqB: Body + From<Bytes>,
+    S: Service<Request<ReqB>, Response = Response<ResB>> + Send + 'static,
+    S::Future: Send,
+    S::Error: Send + 'static,
+    ReqB: Body + From<Bytes> + Send + 'static,
     ReqB::Error: Into<BoxError>,
     ResB: Body<Data = Bytes> + Send + 'static,
     ResB::Error: Into<BoxError>,
 {
-    let settings = &shared.settings;
-    let (parts, bytes, claim) = match admit(&shared, request).await {
+    let (mut parts, bytes, claim) = match admit(&shared, request).await {
         Admitted::Keyed { parts, body, claim } => (parts, body, claim),
         Admitted::Unkeyed(request) => return Ok(inner.call(request).await?.map(boxed)),
         Admitted::Refused(response) => return Ok(response),
     };
-    let scope = claim.scope;
-    let span = tracing::debug_span!("idempotency", key = %scope, method = %parts.method);
-    async {
-        let token = match shared.store.claim(&claim).await {
-            Ok(Claim::Acquired { token, reclaimed }) => {
-                shared.counters.claimed(reclaimed);
-                tracing::debug!(reclaimed, "key claimed");
-                token
-            }
-            Ok(Claim::Existing(existing)) => {
-                return Ok(shared.answer(&existing, &claim.fingerprint, claim.now));
-            }
-            Err(error) => return Ok(shared.store_unavailable(&error)),
-        };
-        let response = match inner
-            .call(Request::from_parts(parts, ReqB::from(bytes)))
-            .await
-        {
-            Ok(response) => response,
-            Err(error) => {
-                // No response to keep: the next request with the key executes again.
-                shared.release(&token).await;
-                return Err(error);
-            }
-        };
-        if after_handler(response.status(), settings.server_errors) == AfterHandler::Release {
-            shared.release(&token).await;
-            return Ok(response.map(boxed));
+    let span = tracing::debug_span!("idempotency", key = %claim.scope, method = %parts.method);
+    let token = match shared.store.claim(&claim).instrument(span.clone()).await {
+        Ok(Claim::Acquired { token, reclaimed }) => {
+            shared.counters.claimed(reclaimed);
+            span.in_scope(|| tracing::debug!(reclaimed, "key claimed"));
+            token
         }
-        let (response, captured) = capture(
-            response,
-            settings.max_stored_body,
-            &settings.replayed_headers,
-        )
-        .await;
-        let completion = match captured {
-            Captured::Stored(stored) => Completion::Stored(stored),
-            Captured::NotStored(reason) => {
-                shared.counters.not_stored();
-                tracing::debug!(reason = reason.as_str(), "response not stored");
-                Completion::NotStored {
-                    status: response.status(),
-                    reason,
-                }
-            }
-        };
-        shared.complete(&token, completion).await;
-        Ok(response)
+        Ok(Claim::Existing(existing)) => {
+            return Ok(span.in_scope(|| shared.answer(&existing, &claim.fingerprint, claim.now)));
+        }
+        Err(error) => return Ok(span.in_scope(|| shared.store_unavailable(&error))),
+    };
+    parts.extensions.insert(ClaimedByLayer(claim.scope));
+    let request = Request::from_parts(parts, ReqB::from(bytes));
+    let run = execute(Arc::clone(&shared), inner, request, token).instrument(span);
+    // Detached from the connection: when the client's attempt timeout closes it, this
+    // future is dropped, but the handler may already have had its effect. Run to the
+    // end, the result is kept and the retry replays it; the key is never left "in
+    // progress" with nothing running (nor freed early, which could repeat the effect).
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return run.await;
+    };
+    match runtime.spawn(run).await {
+        Ok(result) => result,
+        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+        // The runtime is shutting down: the claim lapses with its lease.
+        Err(_) => Ok(shared.refuse(RefusalKind::StoreUnavailable, Some(Duration::from_secs(1)))),
     }
-    .instrument(span)
-    .await
+}
+
+/// Runs the handler for a claimed key, then keeps its response or frees the key.
+async fn execute<S, ReqB, ResB>(
+    shared: Arc<Shared>,
+    mut inner: S,
+    request: Request<ReqB>,
+    token: ClaimToken,
+) -> Result<Response<ResponseBody>, S::Error>
+where
+    S: Service<Request<ReqB>, Response = Response<ResB>>,
+    ResB: Body<Data = Bytes> + Send + 'static,
+    ResB::Error: Into<BoxError>,
+{
+    let settings = &shared.settings;
+    let started = Instant::now();
+    let response = match inner.call(request).await {
+        Ok(response) => response,
+        Err(error) => {
+            // No response to keep: the next request with the key executes again.
+            shared.release(&token).await;
+            return Err(error);
+        }
+    };
+    if let Some(Refused(slug)) = response.extensions().get::<Refused>().copied() {
+        // A route that answers for itself (the strong mode) refused: that is not the
+        // key's result. Free the key; the retry asks the route again.
+        tracing::debug!(refusal = slug, "the route refused; nothing kept");
+        shared.release(&token).await;
+        return Ok(response.map(boxed));
+    }
+    if after_handler(response.status(), settings.server_errors) == AfterHandler::Release {
+        shared.release(&token).await;
+        return Ok(response.map(boxed));
+    }
+    let (response, captured) = capture(
+        response,
+        settings.max_stored_body,
+        &settings.replayed_headers,
+    )
+    .await;
+    let completion = match captured {
+        Captured::Stored(stored) => Completion::Stored(stored),
+        Captured::NotStored(reason) => {
+            shared.counters.not_stored();
+            tracing::debug!(reason = reason.as_str(), "response not stored");
+            Completion::NotStored {
+                status: response.status(),
+                reason,
+            }
+        }
+    };
+    shared.run_times.record(started.elapsed());
+    shared.complete(&token, completion).await;
+    Ok(response)
 }

@@ -1,5 +1,6 @@
 //! The state every clone of the layer's service shares.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -7,13 +8,14 @@ use http::{HeaderName, Response};
 
 use crate::body::ResponseBody;
 use crate::clock::Clock;
-use crate::decision::{answer_existing, Answer, ServerErrors};
+use crate::decision::{answer_existing, Answer, InProgressPace, ServerErrors};
 use crate::fingerprint::{Fingerprint, Fingerprinter};
 use crate::metrics::Counters;
 use crate::principal::PrincipalExtractor;
-use crate::record::{Completion, Existing};
+use crate::record::{Completion, Existing, ExistingState};
 use crate::refusal::{Refusal, RefusalFormat, RefusalKind};
 use crate::respond;
+use crate::run_time::RunTimes;
 use crate::store::{ClaimToken, Store, StoreError};
 
 #[derive(Debug, Clone)]
@@ -36,9 +38,43 @@ pub(crate) struct Shared {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) settings: Settings,
     pub(crate) counters: Arc<Counters>,
+    /// How long handlers run here, for the 409's `Retry-After`.
+    pub(crate) run_times: RunTimes,
+    /// Counts 409s, so every other one gets the spread's extra second.
+    in_progress_answers: AtomicU64,
 }
 
 impl Shared {
+    pub(crate) fn new(
+        store: Arc<dyn Store>,
+        principal: Arc<dyn PrincipalExtractor>,
+        fingerprinter: Arc<dyn Fingerprinter>,
+        format: Arc<dyn RefusalFormat>,
+        clock: Arc<dyn Clock>,
+        settings: Settings,
+    ) -> Self {
+        Self {
+            store,
+            principal,
+            fingerprinter,
+            format,
+            clock,
+            settings,
+            counters: Arc::new(Counters::default()),
+            run_times: RunTimes::default(),
+            in_progress_answers: AtomicU64::new(0),
+        }
+    }
+
+    fn in_progress_pace(&self) -> InProgressPace {
+        let n = self.in_progress_answers.fetch_add(1, Ordering::Relaxed);
+        InProgressPace {
+            lease: self.settings.lease,
+            typical_run: self.run_times.typical(),
+            extra_second: n % 2 == 1,
+        }
+    }
+
     pub(crate) fn refuse(
         &self,
         kind: RefusalKind,
@@ -56,7 +92,16 @@ impl Shared {
         fingerprint: &Fingerprint,
         now: SystemTime,
     ) -> Response<ResponseBody> {
-        match answer_existing(existing, fingerprint, now) {
+        let pace = match existing.state {
+            ExistingState::InProgress { .. } => self.in_progress_pace(),
+            // Not read for a finished key; the spread's count is left alone.
+            ExistingState::Completed(_) => InProgressPace {
+                lease: self.settings.lease,
+                typical_run: None,
+                extra_second: false,
+            },
+        };
+        match answer_existing(existing, fingerprint, now, pace) {
             Answer::Replay(stored) => {
                 self.counters.replayed();
                 tracing::debug!(status = stored.status.as_u16(), "stored response replayed");

@@ -22,6 +22,13 @@ pub(super) struct LoopState {
     pub(super) log: AttemptLog,
     /// An attempt may have had an effect on the server (see `Error::is_outcome_unknown`).
     pub(super) may_have_applied: bool,
+    /// Keyed 409s "in progress" waited out under the deadline: they do not use up
+    /// `max_attempts` (`decision::waits_out`).
+    pub(super) conflicts_waited_out: u32,
+    /// How many more may be (`decision::conflict_wait_limit`, counted down).
+    pub(super) conflict_waits_left: u32,
+    /// An attempt was answered `425 Too Early`: a second one is final.
+    pub(super) too_early_seen: bool,
     pub(super) started: Instant,
     /// The intent's method, for the give-up text.
     pub(super) method: Method,

@@ -1,7 +1,8 @@
 //! Only transient failures are retried, and POST/PATCH only with a key.
 
 use reqwest_resilience::{
-    AttemptOutcome, AttemptView, Decision, DelayReason, GiveUpReason, ResponseExt, StatusSet,
+    AttemptOutcome, AttemptView, Decision, DelayReason, GiveUpReason, KeyAttachment, ResponseExt,
+    StatusSet,
 };
 use std::time::Duration;
 
@@ -73,6 +74,58 @@ async fn conflict_on_a_keyed_request_is_waited_out_with_the_same_key() {
     let response = client.post(server.uri()).send().await.unwrap();
     assert_eq!(response.status(), 201);
     single_key(&received(&server).await);
+}
+
+#[tokio::test]
+async fn conflicts_do_not_use_up_attempts_the_deadline_bounds_the_wait() {
+    let server = MockServer::start().await;
+    // More 409s than the 3 attempts allow, then the stored result: a handler longer
+    // than three polls must not turn into "outcome unknown". A 503 among them still
+    // counts as an attempt.
+    let mut script = vec![ResponseTemplate::new(503)];
+    script.extend((0..6).map(|_| ResponseTemplate::new(409).insert_header("retry-after", "1")));
+    script.push(ResponseTemplate::new(201).set_body_string(r#"{"payment_id":1}"#));
+    Mock::given(method("POST"))
+        .respond_with(Scripted::new(script))
+        .expect(8)
+        .mount(&server)
+        .await;
+    let (client, sleeper) = client();
+    let response = client.post(server.uri()).send().await.unwrap();
+    assert_eq!(response.status(), 201);
+    assert_eq!(response.attempt_log().expect("the log").attempts().len(), 8);
+    // Every wait after a 409 is at least the server's Retry-After and the conflict delay.
+    assert!(sleeper.delays()[1..]
+        .iter()
+        .all(|d| *d >= Duration::from_secs(1)));
+    single_key(&received(&server).await);
+}
+
+#[tokio::test]
+async fn too_early_is_retried_once_for_any_method_outcome_known() {
+    // A keyless POST too: 425 says the server did not process it (RFC 8470).
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(Scripted::new(vec![
+            ResponseTemplate::new(425),
+            ResponseTemplate::new(201),
+        ]))
+        .expect(2)
+        .mount(&server)
+        .await;
+    let (client, _) = client_with(|p| p.key_attachment(KeyAttachment::Never));
+    let response = client.post(server.uri()).send().await.unwrap();
+    assert_eq!(response.status(), 201);
+
+    // A second 425 is the answer: once is what the RFC asks for.
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(425))
+        .expect(2)
+        .mount(&server)
+        .await;
+    let response = client.post(server.uri()).send().await.unwrap();
+    assert_eq!(response.status(), 425);
 }
 
 #[tokio::test]
@@ -248,12 +301,15 @@ async fn the_attempt_log_is_on_the_successful_response() {
 #[tokio::test]
 async fn a_conflict_that_never_clears_says_how_to_stop_waiting_for_it() {
     let server = MockServer::start().await;
+    // 409s "in progress" do not use up attempts while the deadline holds them: 5 s at
+    // the 1 s conflict delay holds 5, then the 3 attempts count. (The recording
+    // sleeper takes no time, so the count, not the clock, ends the wait here.)
     Mock::given(method("POST"))
         .respond_with(ResponseTemplate::new(409))
-        .expect(3)
+        .expect(5 + 3)
         .mount(&server)
         .await;
-    let (client, sleeper) = client();
+    let (client, sleeper) = client_with(|p| p.deadline(Duration::from_secs(5)));
     let error = client.post(server.uri()).send().await.unwrap_err();
     assert!(error.is_attempts_exhausted(), "{error}");
     assert_eq!(error.last_status(), Some(StatusCode::CONFLICT));

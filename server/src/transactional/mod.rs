@@ -12,8 +12,10 @@ mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
+mod misuse;
+
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::Instant;
 
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode};
@@ -21,13 +23,12 @@ use http_body::Body;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 
 use crate::body::{BoxError, ResponseBody};
-use crate::fingerprint::Fingerprint;
 use crate::layer::IdempotencyLayer;
-use crate::record::StoredResponse;
+use crate::record::{ExistingState, StoredResponse};
 use crate::refusal::RefusalKind;
-use crate::respond;
+use crate::respond::{self, ClaimedByLayer};
 use crate::shared::Shared;
-use crate::store::{StoreError, Transacted};
+use crate::store::{ClaimRequest, StoreError, Transacted};
 
 /// Routes whose effect lives in the database of store `S` (a [`SqliteStore`] or an
 /// `Arc<`[`PostgresStore`]`>`), answered in the strong mode. Made by
@@ -90,7 +91,10 @@ impl From<tokio_postgres::Error> for Rollback {
 impl IdempotencyLayer {
     /// The strong mode for routes whose effect is written to `store`'s database, with
     /// this layer's settings (principal, limits, fingerprint, refusal format,
-    /// retention). Put these routes outside the layer.
+    /// retention). Put these routes outside the layer: under a layer over the same
+    /// store, the route finds its key claimed by the layer, and answers `500` on the
+    /// first request, naming the fix, before any effect (the layer frees the key). Under
+    /// a layer over another store it works: the layer keeps the route's response too.
     pub fn transactional<S>(&self, store: S) -> Transactional<S> {
         Transactional {
             shared: Arc::clone(self.shared()),
@@ -100,20 +104,31 @@ impl IdempotencyLayer {
 }
 
 impl<S> Transactional<S> {
-    /// The response for what a strong-mode transaction did.
+    /// The response for what a strong-mode transaction did. `under_layer` is the
+    /// claim a layer around this route made for the request, if one did.
     fn respond(
         &self,
         outcome: Result<Transacted<Rollback>, StoreError>,
-        fingerprint: &Fingerprint,
-        now: SystemTime,
+        claim: &ClaimRequest,
+        under_layer: Option<ClaimedByLayer>,
+        started: Instant,
     ) -> Response<ResponseBody> {
         let shared = &self.shared;
         match outcome {
             Ok(Transacted::Executed(response)) => {
                 shared.counters.claimed(false);
+                shared.run_times.record(started.elapsed());
                 respond::stored(response, false)
             }
-            Ok(Transacted::Existing(existing)) => shared.answer(&existing, fingerprint, now),
+            Ok(Transacted::Existing(existing))
+                if under_layer == Some(ClaimedByLayer(claim.scope))
+                    && matches!(existing.state, ExistingState::InProgress { .. }) =>
+            {
+                misuse::under_a_layer_over_this_store()
+            }
+            Ok(Transacted::Existing(existing)) => {
+                shared.answer(&existing, &claim.fingerprint, claim.now)
+            }
             Ok(Transacted::RolledBack(Rollback(response))) => {
                 shared.counters.released();
                 respond::stored(response, false)

@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use std::time::Instant;
+
 use bytes::Bytes;
 use http::request::Parts;
 use http::{Request, Response};
@@ -13,7 +15,7 @@ use tracing::Instrument;
 use super::{Rollback, Transactional};
 use crate::admit::{admit, Admitted};
 use crate::body::{BoxError, ResponseBody};
-use crate::respond;
+use crate::respond::{self, ClaimedByLayer};
 use crate::store::{EffectFuture, PostgresStore};
 
 impl Transactional<Arc<PostgresStore>> {
@@ -45,7 +47,8 @@ impl Transactional<Arc<PostgresStore>> {
                 };
             }
         };
-        let (fingerprint, now) = (claim.fingerprint.clone(), claim.now);
+        let under_layer = parts.extensions.get::<ClaimedByLayer>().copied();
+        let (started, answer_for) = (Instant::now(), claim.clone());
         let span = tracing::debug_span!("idempotency", key = %claim.scope, method = %parts.method);
         let retention = self.shared.settings.retention;
         let outcome = self
@@ -53,7 +56,7 @@ impl Transactional<Arc<PostgresStore>> {
             .transact(claim, retention, move |tx| effect(tx, parts, body))
             .instrument(span)
             .await;
-        self.respond(outcome, &fingerprint, now)
+        self.respond(outcome, &answer_for, under_layer, started)
     }
 }
 

@@ -1,6 +1,8 @@
 //! The strong mode on SQLite: the effect is a synchronous closure on a blocking
 //! thread that holds the write lock.
 
+use std::time::Instant;
+
 use bytes::Bytes;
 use http::request::Parts;
 use http::{Request, Response};
@@ -12,7 +14,7 @@ use super::{Rollback, Transactional};
 use crate::admit::{admit, Admitted};
 use crate::body::{BoxError, ResponseBody};
 use crate::record::StoredResponse;
-use crate::respond;
+use crate::respond::{self, ClaimedByLayer};
 use crate::store::SqliteStore;
 
 impl Transactional<SqliteStore> {
@@ -35,7 +37,8 @@ impl Transactional<SqliteStore> {
             Admitted::Refused(response) => return response,
             Admitted::Unkeyed(request) => return self.unkeyed(request, effect).await,
         };
-        let (fingerprint, now) = (claim.fingerprint.clone(), claim.now);
+        let under_layer = parts.extensions.get::<ClaimedByLayer>().copied();
+        let (started, answer_for) = (Instant::now(), claim.clone());
         let span = tracing::debug_span!("idempotency", key = %claim.scope, method = %parts.method);
         let outcome = self
             .store
@@ -44,7 +47,7 @@ impl Transactional<SqliteStore> {
             })
             .instrument(span)
             .await;
-        self.respond(outcome, &fingerprint, now)
+        self.respond(outcome, &answer_for, under_layer, started)
     }
 
     async fn unkeyed<B, F>(&self, request: Request<B>, effect: F) -> Response<ResponseBody>

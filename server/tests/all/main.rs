@@ -4,6 +4,9 @@ mod concurrency;
 mod conformance;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod crash;
+mod in_progress;
+#[cfg(feature = "sqlite")]
+mod misuse;
 mod policies;
 #[cfg(feature = "postgres")]
 mod postgres;
