@@ -4,6 +4,10 @@
 //! around a map), never a read followed by a write: two concurrent requests with one
 //! key must not both see it free. Each claim carries a generation, so a holder whose
 //! lease lapsed and was reclaimed cannot overwrite its successor's result.
+//!
+//! A store may answer a key that is plainly taken from a read first (SQLite's reader
+//! does, so replays never wait for its one writer): a taken key stays taken. A key the
+//! read finds free or expired still goes through the atomic step, which decides.
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod columns;

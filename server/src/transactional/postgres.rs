@@ -53,7 +53,12 @@ impl Transactional<Arc<PostgresStore>> {
         let retention = self.shared.settings.retention;
         let outcome = self
             .store
-            .transact(claim, retention, move |tx| effect(tx, parts, body))
+            .transact(
+                claim,
+                retention,
+                Arc::clone(&self.shared.clock),
+                move |tx| effect(tx, parts, body),
+            )
             .instrument(span)
             .await;
         self.respond(outcome, &answer_for, under_layer, started)

@@ -1,5 +1,7 @@
 //! The strong mode on SQLite: the effect is a synchronous closure on a blocking
-//! thread that holds the write lock.
+//! thread that holds the writer (replays are answered from the store's reader).
+
+use std::sync::Arc;
 
 use std::time::Instant;
 
@@ -22,8 +24,10 @@ impl Transactional<SqliteStore> {
     /// key, runs `effect` in the claim's transaction and commits its writes with the
     /// response it returns.
     ///
-    /// `effect` runs on a blocking thread holding the database's write lock: keep it
-    /// to database work.
+    /// `effect` runs on a blocking thread holding the database's writer: keep it to
+    /// database work. First executions run one at a time; one that waits for the
+    /// writer past [`SqliteStore::writer_wait`] is answered 503 with `Retry-After`
+    /// and runs nothing. Once started, `effect` commits even if the client goes away.
     pub async fn handle<B, F>(&self, request: Request<B>, effect: F) -> Response<ResponseBody>
     where
         B: Body,
@@ -42,9 +46,12 @@ impl Transactional<SqliteStore> {
         let span = tracing::debug_span!("idempotency", key = %claim.scope, method = %parts.method);
         let outcome = self
             .store
-            .transact(claim, self.shared.settings.retention, move |tx| {
-                effect(tx, &parts, &body)
-            })
+            .transact(
+                claim,
+                self.shared.settings.retention,
+                Arc::clone(&self.shared.clock),
+                move |tx| effect(tx, &parts, &body),
+            )
             .instrument(span)
             .await;
         self.respond(outcome, &answer_for, under_layer, started)

@@ -10,10 +10,17 @@ mod misuse;
 mod policies;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(feature = "postgres")]
+mod postgres_locks;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod processes;
 #[cfg(feature = "sqlite")]
+mod replay_load;
+mod retention;
+#[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(feature = "sqlite")]
+mod sqlite_writer;
 mod support;
 #[cfg(feature = "postgres")]
 mod throwaway_pg;

@@ -122,6 +122,11 @@ async fn postgres_store() {
     );
 }
 
+/// The wall clock, for the retention the strong mode counts from the finish.
+fn clock() -> Arc<dyn tower_idempotency::Clock> {
+    Arc::new(tower_idempotency::SystemClock)
+}
+
 /// The strong mode's effect in these tests: one payment row and its receipt.
 fn pay<'t>(
     tx: &'t tokio_postgres::Transaction<'t>,
@@ -184,6 +189,7 @@ async fn postgres_strong_mode() {
         .transact(
             request(1),
             Duration::from_secs(60),
+            clock(),
             |tx| -> EffectFuture<'_, tokio_postgres::Error> {
                 Box::pin(async move {
                     tx.execute("INSERT INTO payments (amount) VALUES (1)", &[])
@@ -207,7 +213,7 @@ async fn postgres_strong_mode() {
             let (store, req) = (store.clone(), request(2));
             tokio::spawn(async move {
                 store
-                    .transact(req, Duration::from_secs(60), |tx| pay(tx, 500))
+                    .transact(req, Duration::from_secs(60), clock(), |tx| pay(tx, 500))
                     .await
                     .unwrap()
             })
@@ -226,7 +232,9 @@ async fn postgres_strong_mode() {
     // The failed key is still free: it executes now.
     assert!(matches!(
         store
-            .transact(request(1), Duration::from_secs(60), |tx| pay(tx, 7))
+            .transact(request(1), Duration::from_secs(60), clock(), |tx| pay(
+                tx, 7
+            ))
             .await
             .unwrap(),
         Transacted::Executed(_)

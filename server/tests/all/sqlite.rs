@@ -1,14 +1,15 @@
 //! The SQLite store's own promises: an owner-only file, versioned migrations, and the
 //! strong mode's rollback.
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use http::StatusCode;
 use tower_idempotency::rusqlite::{self, params};
 use tower_idempotency::{
-    Claim, ClaimRequest, Fingerprint, IdempotencyLayer, Rollback, ScopeId, SqliteStore, Store,
-    StoredResponse, Transacted,
+    Claim, ClaimRequest, Clock, Fingerprint, IdempotencyLayer, ManualClock, Rollback, ScopeId,
+    SqliteStore, Store, StoredResponse, Transacted,
 };
 
 use crate::support::{account, send, Req, TempDir};
@@ -20,6 +21,13 @@ fn claim_request(scope: u8) -> ClaimRequest {
         now: SystemTime::UNIX_EPOCH + Duration::from_secs(1_000),
         lease: Duration::from_secs(10),
     }
+}
+
+/// The clock of [`claim_request`]'s time, for the retention the strong mode counts.
+fn clock() -> Arc<dyn Clock> {
+    Arc::new(ManualClock::new(
+        SystemTime::UNIX_EPOCH + Duration::from_secs(1_000),
+    ))
 }
 
 #[cfg(unix)]
@@ -91,7 +99,12 @@ async fn a_rolled_back_effect_leaves_no_row_and_no_claim() {
         unreachable!("the statement above fails")
     };
     let first = store
-        .transact(claim_request(7), Duration::from_secs(60), insert_then_fail)
+        .transact(
+            claim_request(7),
+            Duration::from_secs(60),
+            clock(),
+            insert_then_fail,
+        )
         .await
         .unwrap();
     let Transacted::RolledBack(Rollback(response)) = first else {
@@ -115,12 +128,12 @@ async fn a_rolled_back_effect_leaves_no_row_and_no_claim() {
         })
     };
     let second = store
-        .transact(claim_request(7), Duration::from_secs(60), ok)
+        .transact(claim_request(7), Duration::from_secs(60), clock(), ok)
         .await
         .unwrap();
     assert!(matches!(second, Transacted::Executed(_)), "{second:?}");
     let third = store
-        .transact(claim_request(7), Duration::from_secs(60), ok)
+        .transact(claim_request(7), Duration::from_secs(60), clock(), ok)
         .await
         .unwrap();
     assert!(matches!(third, Transacted::Existing(_)), "{third:?}");

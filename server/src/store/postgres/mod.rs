@@ -3,10 +3,12 @@
 
 mod migrate;
 mod queries;
+mod strong;
 
 use std::future::Future;
 use std::num::NonZeroUsize;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use idempotency_storage::postgres::{Connect, DriverError, Pool, PoolError, Pooled};
@@ -14,6 +16,7 @@ use tokio_postgres::{Client, NoTls, Transaction};
 
 use super::columns::millis;
 use super::{Claim, ClaimRequest, ClaimToken, Store, StoreError, StoreFuture, Transacted};
+use crate::clock::Clock;
 use crate::record::{Completion, StoredResponse};
 use queries::{claim_in, complete_in, PRUNE, RELEASE};
 
@@ -91,9 +94,12 @@ impl PostgresStore {
     /// the same transaction, storing the response it returns with its writes.
     ///
     /// Either the claim, the effect's writes and the response commit together, or
-    /// (the process dies, the connection drops, `effect` returns `Err`) none of them
-    /// do. A concurrent request with the key waits on the row's lock, then finds the
-    /// key finished. The response is kept until `request.now + retention`.
+    /// (the process dies, the connection drops, this future is dropped, `effect`
+    /// returns `Err`) none of them do. A concurrent request with a key in flight waits
+    /// for its row lock at most [`PostgresStore::CLAIM_LOCK_TIMEOUT`], then is told the
+    /// key is in progress (409), giving its connection back. The response is kept
+    /// until `retention` after the effect finished, read from `clock` just before the
+    /// commit (as the layer counts it).
     ///
     /// # Errors
     ///
@@ -102,13 +108,14 @@ impl PostgresStore {
         &self,
         request: ClaimRequest,
         retention: Duration,
+        clock: Arc<dyn Clock>,
         effect: F,
     ) -> Result<Transacted<E>, StoreError>
     where
         F: for<'t> FnOnce(&'t Transaction<'t>) -> EffectFuture<'t, E>,
     {
         let mut client = self.client().await?;
-        transact_on(&mut client, &request, retention, effect)
+        strong::transact_on(&mut client, &request, retention, clock.as_ref(), effect)
             .await
             .map_err(fail("run the transaction"))
     }
@@ -156,36 +163,6 @@ async fn open(conninfo: &str) -> Result<Client, StoreError> {
         }
     });
     Ok(client)
-}
-
-async fn transact_on<E, F>(
-    client: &mut Client,
-    request: &ClaimRequest,
-    retention: Duration,
-    effect: F,
-) -> Result<Transacted<E>, tokio_postgres::Error>
-where
-    F: for<'t> FnOnce(&'t Transaction<'t>) -> EffectFuture<'t, E>,
-{
-    let tx = client.transaction().await?;
-    let token = match claim_in(&tx, request).await? {
-        Claim::Acquired { token, .. } => token,
-        Claim::Existing(existing) => {
-            tx.rollback().await?;
-            return Ok(Transacted::Existing(existing));
-        }
-    };
-    let response = match effect(&tx).await {
-        Ok(response) => response,
-        Err(rollback) => {
-            tx.rollback().await?;
-            return Ok(Transacted::RolledBack(rollback));
-        }
-    };
-    let done = Completion::Stored(response.clone());
-    complete_in(&tx, &token, &done, request.now + retention).await?;
-    tx.commit().await?;
-    Ok(Transacted::Executed(response))
 }
 
 fn fail(what: &'static str) -> impl Fn(tokio_postgres::Error) -> StoreError {

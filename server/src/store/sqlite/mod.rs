@@ -7,36 +7,69 @@
 
 mod migrate;
 mod queries;
+mod reader;
+mod strong;
+mod writer;
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use idempotency_storage::sqlite::{is_busy, prepare_owner_only, switch_to_wal};
-use rusqlite::{Connection, Transaction, TransactionBehavior};
+use idempotency_storage::sqlite::{prepare_owner_only, switch_to_wal};
+use rusqlite::{Connection, TransactionBehavior};
 
-use super::{Claim, ClaimRequest, ClaimToken, Store, StoreError, StoreFuture, Transacted};
-use crate::record::{Completion, StoredResponse};
+use super::{Claim, ClaimRequest, ClaimToken, Store, StoreError, StoreFuture};
+use crate::record::Completion;
+use reader::Reader;
+use writer::{Wait, Writer};
 
 /// The default busy timeout: how long a write waits for another connection's lock.
 pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Claims and responses in a SQLite file; clones share one connection.
+/// Claims and responses in a SQLite file; clones share its two connections.
+///
+/// # One writer
+///
+/// SQLite writes one transaction at a time, and in the strong mode
+/// ([`SqliteStore::transact`]) that transaction holds the writer for the whole
+/// effect. So:
+///
+/// - **First executions run one at a time.** A claim waits for the writer at most
+///   [`SqliteStore::writer_wait`] (default [`SqliteStore::DEFAULT_WRITER_WAIT`], 2 s),
+///   then fails; the layer answers `503` with `Retry-After: 1` and runs nothing.
+/// - **Replays, mismatches (422) and keys in progress (409) never wait for it.** A
+///   second, read-only connection answers a key that has an unexpired record first
+///   (WAL readers do not wait for the writer); only a free or expired key goes to the
+///   writer, whose atomic upsert decides.
+/// - In the strong mode a key in progress is not visible until its transaction
+///   commits, so a concurrent duplicate waits for the writer like a first execution
+///   (then replays, or gets the `503`).
+///
+/// Choose [`PostgresStore`](crate::PostgresStore) (feature `postgres`) when first
+/// executions must run concurrently (slow effects, many writers), or when a fleet of
+/// hosts shares the keys.
 #[derive(Clone)]
 pub struct SqliteStore {
-    conn: Arc<Mutex<Connection>>,
+    writer: Writer,
+    reader: Reader,
     busy_timeout: Duration,
+    writer_wait: Duration,
 }
 
 impl std::fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SqliteStore")
             .field("busy_timeout", &self.busy_timeout)
+            .field("writer_wait", &self.writer_wait)
             .finish_non_exhaustive()
     }
 }
 
 impl SqliteStore {
+    /// How long a claim waits for the writer by default: below the client's default
+    /// 10 s attempt timeout, so a busy writer is reported (503, retry in a second)
+    /// while the client's attempt is still alive.
+    pub const DEFAULT_WRITER_WAIT: Duration = Duration::from_secs(2);
+
     /// Opens (creating it owner-only if needed) and migrates a store file, with the
     /// [`DEFAULT_BUSY_TIMEOUT`].
     ///
@@ -64,120 +97,59 @@ impl SqliteStore {
         conn.pragma_update(None, "synchronous", "FULL")
             .map_err(fail)?;
         migrate::migrate(&mut conn)?;
+        // After the migration, so the reader sees the table.
+        let reader = Reader::open(path, busy_timeout).map_err(fail)?;
         Ok(Self {
-            conn: Arc::new(Mutex::new(conn)),
+            writer: Writer::new(conn, busy_timeout),
+            reader,
             busy_timeout,
+            writer_wait: Self::DEFAULT_WRITER_WAIT,
         })
     }
 
-    /// Runs `work` in one write transaction on a blocking thread; commits when it
-    /// returns `Ok`.
-    async fn write<T, F>(&self, what: &'static str, work: F) -> Result<T, StoreError>
+    /// How long a claim, or a strong-mode transaction, waits for the writer before it
+    /// fails (and the layer answers 503). Keep it below the clients' attempt timeout.
+    /// Recording a finished response waits as long as it takes: the effect already ran.
+    #[must_use]
+    pub fn writer_wait(mut self, wait: Duration) -> Self {
+        self.writer_wait = wait;
+        self
+    }
+
+    /// Runs `work` in one write transaction with the writer; commits when it returns
+    /// `Ok`.
+    async fn write<T, F>(&self, what: &'static str, wait: Wait, work: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&Transaction<'_>) -> rusqlite::Result<T> + Send + 'static,
+        F: FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<T> + Send + 'static,
     {
-        let conn = Arc::clone(&self.conn);
-        let busy_timeout = self.busy_timeout;
-        let joined = tokio::task::spawn_blocking(move || {
-            let mut conn = conn.lock().unwrap_or_else(|e| e.into_inner());
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let out = work(&tx)?;
-            tx.commit()?;
-            Ok(out)
-        })
-        .await
-        .map_err(|e| StoreError::new(what, e))?;
-        joined.map_err(|e: rusqlite::Error| {
-            if is_busy(&e) {
-                StoreError::new(
-                    format!("{what}: the write lock was held past {busy_timeout:?}"),
-                    e,
-                )
-            } else {
-                StoreError::new(what, e)
-            }
-        })
-    }
-
-    /// The strong mode: claims `request.scope` and, if it was free, runs `effect`
-    /// inside the same transaction, storing the response it returns with its writes.
-    ///
-    /// Either the claim, the effect's writes and the response commit together, or
-    /// (the process dies, `effect` returns `Err`) none of them do and the next request
-    /// with the key executes. A concurrent request with the key waits on the write
-    /// lock, then finds the key finished. The response is kept until
-    /// `request.now + retention`.
-    ///
-    /// # Errors
-    ///
-    /// The database could not be written (the transaction rolled back).
-    pub async fn transact<E, F>(
-        &self,
-        request: ClaimRequest,
-        retention: Duration,
-        effect: F,
-    ) -> Result<Transacted<E>, StoreError>
-    where
-        E: Send + 'static,
-        F: FnOnce(&Transaction<'_>) -> Result<StoredResponse, E> + Send + 'static,
-    {
-        let conn = Arc::clone(&self.conn);
-        let joined = tokio::task::spawn_blocking(move || -> rusqlite::Result<Transacted<E>> {
-            let mut conn = conn.lock().unwrap_or_else(|e| e.into_inner());
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let token = match queries::claim(&tx, &request)? {
-                Claim::Acquired { token, .. } => token,
-                Claim::Existing(existing) => return Ok(Transacted::Existing(existing)),
-            };
-            let response = match effect(&tx) {
-                Ok(response) => response,
-                // Dropping the transaction rolls back the claim and the effect's writes.
-                Err(rollback) => return Ok(Transacted::RolledBack(rollback)),
-            };
-            let done = Completion::Stored(response.clone());
-            queries::complete(&tx, &token, &done, request.now + retention)?;
-            tx.commit()?;
-            Ok(Transacted::Executed(response))
-        })
-        .await
-        .map_err(|e| StoreError::new("run the transaction", e))?;
-        joined.map_err(|e| StoreError::new("run the transaction", e))
-    }
-}
-
-impl SqliteStore {
-    /// Runs `effect` in one transaction without a key (a route whose key is optional
-    /// and absent): committed when it returns `Ok`.
-    pub(crate) async fn transact_unkeyed<E, F>(
-        &self,
-        effect: F,
-    ) -> Result<Result<StoredResponse, E>, StoreError>
-    where
-        E: Send + 'static,
-        F: FnOnce(&Transaction<'_>) -> Result<StoredResponse, E> + Send + 'static,
-    {
-        let conn = Arc::clone(&self.conn);
-        let joined =
-            tokio::task::spawn_blocking(move || -> rusqlite::Result<Result<StoredResponse, E>> {
-                let mut conn = conn.lock().unwrap_or_else(|e| e.into_inner());
+        self.writer
+            .run(what, wait, move |conn| {
                 let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                let out = effect(&tx);
-                if out.is_ok() {
-                    tx.commit()?;
-                }
+                let out = work(&tx)?;
+                tx.commit()?;
                 Ok(out)
             })
             .await
-            .map_err(|e| StoreError::new("run the transaction", e))?;
-        joined.map_err(|e| StoreError::new("run the transaction", e))
+    }
+
+    fn bounded(&self) -> Wait {
+        Wait::AtMost(self.writer_wait)
     }
 }
 
 impl Store for SqliteStore {
     fn claim<'a>(&'a self, request: &'a ClaimRequest) -> StoreFuture<'a, Claim> {
-        let request = request.clone();
-        Box::pin(self.write("claim a key", move |tx| queries::claim(tx, &request)))
+        Box::pin(async move {
+            if let Some(existing) = self.reader.existing(request).await {
+                return Ok(Claim::Existing(existing));
+            }
+            let request = request.clone();
+            self.write("claim a key", self.bounded(), move |tx| {
+                queries::claim(tx, &request)
+            })
+            .await
+        })
     }
 
     fn complete<'a>(
@@ -187,17 +159,22 @@ impl Store for SqliteStore {
         expires_at: SystemTime,
     ) -> StoreFuture<'a, bool> {
         let token = token.clone();
-        Box::pin(self.write("store a response", move |tx| {
+        Box::pin(self.write("store a response", Wait::UntilFree, move |tx| {
             queries::complete(tx, &token, &completion, expires_at)
         }))
     }
 
     fn release<'a>(&'a self, token: &'a ClaimToken) -> StoreFuture<'a, bool> {
         let token = token.clone();
-        Box::pin(self.write("release a key", move |tx| queries::release(tx, &token)))
+        Box::pin(self.write("release a key", Wait::UntilFree, move |tx| {
+            queries::release(tx, &token)
+        }))
     }
 
     fn prune(&self, now: SystemTime) -> StoreFuture<'_, u64> {
-        Box::pin(self.write("prune keys", move |tx| queries::prune(tx, now)))
+        // Bounded: a prune that gives up costs nothing, the next one deletes the rows.
+        Box::pin(self.write("prune keys", self.bounded(), move |tx| {
+            queries::prune(tx, now)
+        }))
     }
 }

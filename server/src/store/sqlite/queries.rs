@@ -2,10 +2,11 @@
 
 use std::time::SystemTime;
 
-use rusqlite::{params, OptionalExtension, Transaction};
+use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
 use crate::fingerprint::Fingerprint;
 use crate::record::{Completion, Existing, ExistingState};
+use crate::scope::ScopeId;
 use crate::store::columns::{completion, encode_headers, millis, time};
 use crate::store::{Claim, ClaimRequest, ClaimToken};
 
@@ -44,10 +45,24 @@ pub(super) fn claim(tx: &Transaction<'_>, request: &ClaimRequest) -> rusqlite::R
             reclaimed,
         });
     }
-    let existing = tx.query_row(
+    // The upsert took nothing, so in this transaction the row exists and is unexpired.
+    let existing = existing(tx, &request.scope, request.now)?;
+    existing
+        .map(Claim::Existing)
+        .ok_or(rusqlite::Error::QueryReturnedNoRows)
+}
+
+/// The key's record if it has one that has not expired at `now`. On its own (the
+/// reader) this only reports: whoever finds `None` must still claim atomically.
+pub(super) fn existing(
+    conn: &Connection,
+    scope: &ScopeId,
+    now: SystemTime,
+) -> rusqlite::Result<Option<Existing>> {
+    conn.query_row(
         "SELECT fingerprint, expires_at, completed, status, headers, body, not_stored
-         FROM idempotency_keys WHERE scope = ?1",
-        [&request.scope.as_bytes()[..]],
+         FROM idempotency_keys WHERE scope = ?1 AND expires_at > ?2",
+        params![&scope.as_bytes()[..], millis(now)],
         |row| {
             let fingerprint = Fingerprint::from_bytes(row.get::<_, Vec<u8>>(0)?);
             let expires_at = time(row.get(1)?);
@@ -65,8 +80,8 @@ pub(super) fn claim(tx: &Transaction<'_>, request: &ClaimRequest) -> rusqlite::R
             };
             Ok(Existing { fingerprint, state })
         },
-    )?;
-    Ok(Claim::Existing(existing))
+    )
+    .optional()
 }
 
 pub(super) fn complete(
