@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use reqwest_resilience::ResilientClient;
+use reqwest_resilience::{ResilientClient, ResponseExt};
 
 use crate::verdict::{Call, End};
 
@@ -24,34 +24,48 @@ pub async fn send(
     if let Some(key) = key {
         request = request.idempotency_key(key);
     }
-    let end = match request.send().await {
+    let (end, log) = match request.send().await {
         Ok(response) => {
+            let log = response.attempt_log().map(one_line).unwrap_or_default();
             let status = response.status().as_u16();
             let replayed = response
                 .headers()
                 .get("idempotent-replayed")
                 .is_some_and(|v| v.as_bytes() == b"true");
             let body = response.text().await.unwrap_or_else(|e| format!("<{e}>"));
-            End::Answered {
+            let end = End::Answered {
                 status,
                 body: Some(body),
                 replayed,
-            }
+            };
+            (end, log)
         }
         // In every cell the server is reachable before the deadline (directly,
         // or through a proxy that holds connections across a restart), so an
         // unknown for any reason but the deadline is one the client could
         // have avoided by waiting for the answer.
-        Err(error) if error.is_outcome_unknown() => End::Unknown {
-            avoidable: !error.is_deadline_exceeded(),
-            why: error.to_string(),
-        },
-        Err(error) => End::Failed(error.to_string()),
+        Err(error) if error.is_outcome_unknown() => {
+            let end = End::Unknown {
+                avoidable: !error.is_deadline_exceeded(),
+                why: error.to_string(),
+            };
+            (end, one_line(error.attempt_log()))
+        }
+        Err(error) => (
+            End::Failed(error.to_string()),
+            one_line(error.attempt_log()),
+        ),
     };
     Call {
         who,
         end,
         took: started.elapsed(),
         within,
+        log,
     }
+}
+
+/// The attempt log on one line of the report.
+fn one_line(log: &reqwest_resilience::AttemptLog) -> String {
+    log.to_string().replace('\n', " / ")
 }

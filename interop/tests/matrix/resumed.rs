@@ -137,6 +137,7 @@ async fn resume(journal: &Journal, key: &str) -> (String, Vec<Call>) {
                     },
                     took: started.elapsed(),
                     within: None,
+                    log: String::new(), // the resumer's client keeps it
                 });
             }
         });
@@ -178,6 +179,7 @@ async fn resume(journal: &Journal, key: &str) -> (String, Vec<Call>) {
             },
             took: started.elapsed(),
             within: None,
+            log: String::new(),
         });
     }
     let state = match row.state {

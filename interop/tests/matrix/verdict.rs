@@ -44,6 +44,8 @@ pub struct Call {
     /// The caller must have ended within this (the concurrent duplicate's
     /// second caller: its replay within 4 s).
     pub within: Option<Duration>,
+    /// The client's attempt log, for a problem's report.
+    pub log: String,
 }
 
 /// One run of a cell: what the server holds for the run's request, and the ends.
@@ -116,8 +118,8 @@ pub fn judge(run: &Run) -> Judged {
         if let Some(bound) = call.within {
             if call.took > bound {
                 judged.problems.push(format!(
-                    "{}: ended after {:?}, bound {bound:?}",
-                    call.who, call.took
+                    "{}: ended after {:?}, bound {bound:?}; attempts: {}",
+                    call.who, call.took, call.log
                 ));
             }
         }
@@ -150,10 +152,11 @@ pub fn judge(run: &Run) -> Judged {
                 judged.unknowns += 1;
                 judged.avoidable_unknowns += usize::from(*avoidable);
                 judged.problems.push(format!(
-                    "{}: outcome unknown{} after {:?}: {why}",
+                    "{}: outcome unknown{} after {:?}: {why}; attempts: {}",
                     call.who,
                     if *avoidable { " (avoidable)" } else { "" },
-                    call.took
+                    call.took,
+                    call.log
                 ));
             }
             End::Failed(why) => judged.problems.push(format!("{}: failed: {why}", call.who)),
@@ -192,6 +195,7 @@ mod tests {
             },
             took: Duration::from_secs(2),
             within: None,
+            log: String::new(),
         }
     }
 
@@ -215,6 +219,7 @@ mod tests {
             },
             took: Duration::from_millis(150),
             within: None,
+            log: String::new(),
         };
         let slow = Call {
             within: Some(Duration::from_secs(4)),
