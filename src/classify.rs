@@ -416,11 +416,27 @@ pub(crate) fn classify_result(
             span.record("error.type", failure.as_str());
             AttemptResult::Error { failure, error }
         }
-        Err(TransportError::Other(_)) => {
-            // Another middleware failed: not ours to retry.
-            span.record("error.type", TransportFailure::Other.as_str());
+        Err(TransportError::BodyCut(error)) => {
+            // The attempt timer still runs while the body is read: its expiry is a
+            // timeout like any other; anything else cut the answer short.
+            let failure = if error.is_timeout() {
+                TransportFailure::Timeout
+            } else {
+                TransportFailure::ResponseBodyCut
+            };
+            span.record("error.type", failure.as_str());
+            AttemptResult::Error { failure, error }
+        }
+        Err(error @ (TransportError::Other(_) | TransportError::TooLarge { .. })) => {
+            // Another middleware failed (not ours to retry), or the answer is final
+            // but too large to read whole.
+            let failure = match error {
+                TransportError::TooLarge { .. } => TransportFailure::ResponseTooLarge,
+                _ => TransportFailure::Other,
+            };
+            span.record("error.type", failure.as_str());
             return Verdict {
-                outcome: AttemptOutcome::Failed(TransportFailure::Other),
+                outcome: AttemptOutcome::Failed(failure),
                 transient: false,
                 safe: false,
                 retry_after: None,

@@ -423,6 +423,50 @@ impl RequestBuilder {
         self
     }
 
+    /// Reads the response's whole body inside the intent, so that `send()` returns a
+    /// response whose body is already in memory: `bytes()`, `text()` and `json()`
+    /// then cannot fail. The deadline and the attempt timeout cover the body too.
+    ///
+    /// A body cut part-way (the connection reset while it streamed in) is a failure
+    /// of that attempt, retried as any failure after the request may have been
+    /// processed: under the same key (the server replays the result) or for an
+    /// idempotent method; a keyless POST ends with the outcome unknown. A resend
+    /// answered `410 Gone` (the server finished the key but did not keep its response)
+    /// ends with [`Error::is_completed_not_kept`]: the effect happened.
+    ///
+    /// At most [`DEFAULT_WHOLE_BODY_LIMIT`](crate::DEFAULT_WHOLE_BODY_LIMIT) (1 MiB,
+    /// the server layer's stored-body limit) unless
+    /// [`whole_body_limit`](Self::whole_body_limit) says otherwise; a longer body ends
+    /// the intent with an error whose failure is
+    /// [`TransportFailure::ResponseTooLarge`](crate::TransportFailure::ResponseTooLarge)
+    /// (not retried: the answer is final).
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # async fn run() -> Result<(), reqwest_resilience::Error> {
+    /// let client = reqwest_resilience::ResilientClient::new();
+    /// let response = client
+    ///     .post("https://api.example.com/payments")
+    ///     .body(r#"{"amount":1500}"#)
+    ///     .whole_body()
+    ///     .send()
+    ///     .await?;
+    /// let receipt = response.text().await.expect("already in memory");
+    /// # let _ = receipt;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn whole_body(self) -> Self {
+        self.whole_body_limit(crate::whole_body::DEFAULT_WHOLE_BODY_LIMIT)
+    }
+
+    /// As [`whole_body`](Self::whole_body), reading at most `bytes` (a limit above
+    /// 4 GiB is read as 4 GiB).
+    pub fn whole_body_limit(mut self, bytes: usize) -> Self {
+        self.options = self.options.whole_body(bytes);
+        self
+    }
+
     /// Overrides the policy's deadline for this intent.
     pub fn deadline(mut self, deadline: Duration) -> Self {
         self.options = self.options.deadline(deadline);
@@ -557,6 +601,7 @@ impl RequestBuilder {
                 deadline: resolved.deadline,
                 observers: resolved.observers,
                 write_ahead: resolved.write_ahead,
+                whole_body: resolved.whole_body,
             })
         });
         intent::start(intent)

@@ -80,6 +80,9 @@ pub(crate) struct Facts {
     /// What the server asked for, if it asked.
     pub(crate) retry_after: Option<Duration>,
     pub(crate) retry_after_ceiling: Duration,
+    /// A resend of an intent read whole was answered `410 Gone`: the server finished
+    /// the key but did not keep its response (`RequestBuilder::whole_body`).
+    pub(crate) completed_not_kept: bool,
     /// This attempt was a `425 Too Early`, and an earlier one was too: a 425 is
     /// retried once (RFC 8470 asks for one resend outside early data).
     pub(crate) too_early_again: bool,
@@ -127,8 +130,9 @@ pub(crate) fn conflict_wait_limit(deadline: Option<Duration>, conflict_delay: Du
 
 /// Deliver, give up, or pause — in this order of precedence:
 /// 1. a request reqwest could not build is the caller's mistake;
-/// 2. a final response is delivered (a second `425 Too Early` is final); a failure
-///    that is not transient, or whose retry is not safe, ends the intent;
+/// 2. a final response is delivered (a second `425 Too Early` is final), except a
+///    `410` that says a resend's key finished without its response; a failure that is
+///    not transient, or whose retry is not safe, ends the intent;
 /// 3. a body that cannot be sent again ends it (unless no attempt is left anyway:
 ///    then running out of attempts is the reason);
 /// 4. no time left, or no attempt left — a keyed 409 "in progress" under a deadline
@@ -145,6 +149,9 @@ pub(crate) fn conflict_wait_limit(deadline: Option<Duration>, conflict_delay: Du
 pub(crate) fn after_attempt(facts: Facts, backoff: impl FnOnce() -> Duration) -> Next {
     let retry = match facts.ended {
         Ended::InvalidRequest => return Next::GiveUp(GiveUpReason::InvalidRequest),
+        Ended::Response { .. } if facts.completed_not_kept => {
+            return Next::GiveUp(GiveUpReason::CompletedNotKept)
+        }
         Ended::Response { retry: false } => return Next::Deliver,
         Ended::Response { retry: true } if facts.too_early_again => return Next::Deliver,
         Ended::Failed { retry: false } => return Next::GiveUp(GiveUpReason::NotRetryable),
@@ -220,6 +227,7 @@ mod tests {
             remaining: Some(1000 * MS),
             retry_after: None,
             retry_after_ceiling: 500 * MS,
+            completed_not_kept: false,
             too_early_again: false,
             conflict_delay: 400 * MS,
             conflict_waits_left: true,
@@ -254,6 +262,7 @@ mod tests {
             ("transient, time and attempts left: the backoff", base, 100 * MS, pause(100 * MS, DelayReason::Backoff)),
             ("a final response is delivered", Facts { ended: Ended::Response { retry: false }, ..base }, 100 * MS, Next::Deliver),
             ("a second 425 Too Early is delivered", Facts { too_early_again: true, ..base }, 100 * MS, Next::Deliver),
+            ("a resend's 410: completed, its response not kept", Facts { ended: Ended::Response { retry: false }, completed_not_kept: true, ..base }, 100 * MS, give_up(CompletedNotKept)),
             ("a final response beats no time left", Facts { ended: Ended::Response { retry: false }, remaining: Some(Duration::ZERO), ..base }, 100 * MS, Next::Deliver),
             ("a failure not to retry", Facts { ended: Ended::Failed { retry: false }, ..base }, 100 * MS, give_up(NotRetryable)),
             ("a request reqwest could not build", Facts { ended: Ended::InvalidRequest, ..base }, 100 * MS, give_up(InvalidRequest)),
@@ -354,6 +363,7 @@ mod tests {
                 remaining: remaining.map(Duration::from_millis),
                 retry_after: retry_after.map(Duration::from_millis),
                 retry_after_ceiling: Duration::from_millis(ceiling),
+                completed_not_kept: false,
                 too_early_again: false,
                 conflict_delay: Duration::from_millis(conflict_delay),
                 conflict_waits_left,

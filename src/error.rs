@@ -44,6 +44,12 @@ pub enum GiveUpReason {
     /// `before_first_byte` (e.g. a journal could not write it ahead); nothing was
     /// sent by this call.
     ObserverRefused,
+    /// A resend of an intent read whole ([`RequestBuilder::whole_body`]) was answered
+    /// `410 Gone`: the server finished the key but did not keep its response (too
+    /// large or streamed to store). The effect happened; its answer is lost.
+    ///
+    /// [`RequestBuilder::whole_body`]: crate::RequestBuilder::whole_body
+    CompletedNotKept,
 }
 
 impl GiveUpReason {
@@ -60,6 +66,7 @@ impl GiveUpReason {
             Self::NotRetryable => "not_retryable",
             Self::InvalidRequest => "invalid_request",
             Self::ObserverRefused => "observer_refused",
+            Self::CompletedNotKept => "completed_not_kept",
         }
     }
 }
@@ -272,6 +279,14 @@ impl Error {
     /// A streamed body was sent once and could not be replayed.
     pub fn is_body_not_replayable(&self) -> bool {
         self.inner.reason == GiveUpReason::BodyNotReplayable
+    }
+
+    /// A resend of an intent read whole was answered `410 Gone`: the server finished
+    /// the key (the effect happened) but did not keep its response. The outcome is
+    /// known; read the result through the API's own status route, never by sending
+    /// again under a new key.
+    pub fn is_completed_not_kept(&self) -> bool {
+        self.inner.reason == GiveUpReason::CompletedNotKept
     }
 
     /// The failure was not transient, or a retry was not safe.
@@ -491,6 +506,12 @@ impl fmt::Display for Error {
                 f,
                 "not retried after {attempts}: the body is a stream, already sent once, and \
                  cannot be sent again (build it with .body_fn(..) to make it replayable)"
+            )?,
+            GiveUpReason::CompletedNotKept => write!(
+                f,
+                "the server completed this intent but did not keep its response (410 Gone \
+                 on the resend, after {attempts}): the effect happened and its answer is \
+                 lost; read the result through the API, never resend under a new key"
             )?,
             GiveUpReason::NotRetryable => {
                 write!(f, "not retried after {attempts}: ")?;

@@ -299,6 +299,21 @@ kinds! {
             "stream_reset",
             "HTTP/2 stream reset by the server",
         ),
+        /// The connection closed or reset while the response body was read inside the
+        /// intent (`RequestBuilder::whole_body`): the server acted, but its answer was
+        /// not all received.
+        ResponseBodyCut => Row::new(
+            Class::MayHaveBeenProcessed,
+            "response_body_cut",
+            "connection lost while reading the response body",
+        ),
+        /// The response body was larger than the intent reads whole
+        /// (`RequestBuilder::whole_body`): the answer arrived and is final.
+        ResponseTooLarge => Row::new(
+            Class::Callers,
+            "response_too_large",
+            "the response body is larger than the limit it is read whole under",
+        ),
         /// The request body could not be produced (a failing stream): the caller's, not
         /// transient.
         Body => Row::new(Class::Callers, "body", "the request body stream failed"),

@@ -62,6 +62,8 @@ pub(crate) struct Intent<T> {
     pub(crate) observers: Vec<Arc<dyn IntentObserver>>,
     /// The request's own write-ahead, else the policy's.
     pub(crate) write_ahead: Option<Arc<dyn WriteAhead>>,
+    /// Read each response's body inside its attempt, at most this many bytes.
+    pub(crate) whole_body: Option<usize>,
 }
 
 /// Runs an intent (or reports why it could not be built), as the future the caller
@@ -306,6 +308,10 @@ async fn attempt_loop<T: Transport>(
             remaining: deadline.remaining(policy.clock.now()),
             retry_after: verdict.retry_after,
             retry_after_ceiling: policy.settings.retry_after_ceiling,
+            completed_not_kept: intent.whole_body.is_some()
+                && attempt.number > 1
+                && state.log.idempotency_key().is_some()
+                && matches!(&result, Ok(response) if response.status() == http::StatusCode::GONE),
             too_early_again: verdict.too_early && state.too_early_seen,
             conflict_delay: policy.settings.conflict_delay,
             conflict_waits_left: state.conflict_waits_left > 0,

@@ -195,6 +195,7 @@ mod telemetry;
 mod template;
 mod throttle;
 mod transport;
+mod whole_body;
 mod window;
 mod write_ahead;
 
@@ -233,6 +234,7 @@ pub use retry_after::{
 };
 pub use sleeper::{RecordingSleeper, Sleep, Sleeper, TokioSleeper};
 pub use throttle::{AdaptiveThrottle, AdaptiveThrottleBuilder, InvalidThrottle};
+pub use whole_body::DEFAULT_WHOLE_BODY_LIMIT;
 pub use write_ahead::{WriteAhead, WriteAheadFuture};
 
 #[cfg(feature = "serde")]

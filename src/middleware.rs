@@ -147,6 +147,7 @@ impl Middleware for ResilienceMiddleware {
             deadline: resolved.deadline,
             observers: resolved.observers,
             write_ahead: resolved.write_ahead,
+            whole_body: resolved.whole_body,
         }))
         .await
         .map_err(reqwest_middleware::Error::middleware)

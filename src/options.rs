@@ -24,6 +24,7 @@ pub struct IntentOptions {
     observers: Vec<Arc<dyn IntentObserver>>,
     write_ahead: Option<Arc<dyn WriteAhead>>,
     policy: Option<RetryPolicy>,
+    whole_body: Option<usize>,
 }
 
 /// An intent's options, decided once before the first attempt.
@@ -33,6 +34,8 @@ pub(crate) struct Resolved {
     pub(crate) observers: Vec<Arc<dyn IntentObserver>>,
     /// The request's own, else the policy's.
     pub(crate) write_ahead: Option<Arc<dyn WriteAhead>>,
+    /// Read the response's body inside the intent, at most this many bytes.
+    pub(crate) whole_body: Option<usize>,
 }
 
 impl IntentOptions {
@@ -44,6 +47,7 @@ impl IntentOptions {
             observers: Vec::new(),
             write_ahead: None,
             policy: None,
+            whole_body: None,
         }
     }
 
@@ -99,6 +103,15 @@ impl IntentOptions {
         self
     }
 
+    /// Reads the response's whole body inside the intent, at most `limit` bytes
+    /// ([`DEFAULT_WHOLE_BODY_LIMIT`](crate::DEFAULT_WHOLE_BODY_LIMIT) is the server
+    /// layer's stored-body limit): see
+    /// [`RequestBuilder::whole_body`](crate::RequestBuilder::whole_body).
+    pub fn whole_body(mut self, limit: usize) -> Self {
+        self.whole_body = Some(limit);
+        self
+    }
+
     /// The intent's key, decided once before the first attempt, its deadline and
     /// its own observers.
     pub(crate) fn resolve(
@@ -111,6 +124,7 @@ impl IntentOptions {
             deadline: self.deadline.unwrap_or(policy.settings.deadline),
             observers: self.observers,
             write_ahead: self.write_ahead.or_else(|| policy.write_ahead.clone()),
+            whole_body: self.whole_body,
         })
     }
 }
@@ -123,6 +137,7 @@ impl fmt::Debug for IntentOptions {
             .field("observers", &self.observers.len())
             .field("write_ahead", &self.write_ahead.is_some())
             .field("policy", &self.policy)
+            .field("whole_body", &self.whole_body)
             .finish()
     }
 }

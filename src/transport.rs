@@ -35,9 +35,15 @@ pub(crate) fn write_timeout(
     }
 }
 
-/// An attempt that produced no response.
+/// An attempt that produced no response (or, read whole, not all of it).
 pub(crate) enum TransportError {
     Reqwest(reqwest::Error),
+    /// The response's body failed part-way while it was read whole.
+    BodyCut(reqwest::Error),
+    /// The response's body was longer than the limit it is read whole under.
+    TooLarge {
+        limit: usize,
+    },
     /// An error from another middleware further down the chain: never retried.
     #[cfg_attr(not(any(feature = "middleware", test)), allow(dead_code))]
     Other(BoxError),
@@ -46,11 +52,32 @@ pub(crate) enum TransportError {
 impl From<TransportError> for LastResult {
     fn from(error: TransportError) -> Self {
         match error {
-            TransportError::Reqwest(error) => LastResult::Transport(error),
+            TransportError::Reqwest(error) | TransportError::BodyCut(error) => {
+                LastResult::Transport(error)
+            }
+            TransportError::TooLarge { limit } => LastResult::Other(Box::new(TooLarge { limit })),
             TransportError::Other(error) => LastResult::Other(error),
         }
     }
 }
+
+/// The error a [`TransportError::TooLarge`] leaves as the intent's last result.
+#[derive(Debug)]
+struct TooLarge {
+    limit: usize,
+}
+
+impl std::fmt::Display for TooLarge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the response body is larger than {} bytes, the limit it is read whole under",
+            self.limit
+        )
+    }
+}
+
+impl std::error::Error for TooLarge {}
 
 #[cfg(test)]
 mod tests {

@@ -81,6 +81,11 @@ fn expected_rows() -> Vec<(&'static str, &'static str, String)> {
             format!("{} MiB", layer.max_stored_body() >> 20),
         ),
         (
+            "whole-body limit",
+            client_crate,
+            format!("{} MiB", reqwest_resilience::DEFAULT_WHOLE_BODY_LIMIT >> 20),
+        ),
+        (
             "the longest handler the defaults wait out",
             "both",
             seconds(longest_handler),
@@ -140,6 +145,8 @@ fn the_defaults_compose() {
     // live handler's key over.
     let deadline = policy.deadline().unwrap();
     assert!(deadline < layer.lease());
+    // A body the client reads whole is one the server keeps: a cut one is replayed.
+    assert!(reqwest_resilience::DEFAULT_WHOLE_BODY_LIMIT <= layer.max_stored_body());
     // The client's conflict pace is the server's shortest poll.
     assert_eq!(policy.conflict_delay(), S);
 }

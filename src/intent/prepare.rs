@@ -15,6 +15,7 @@ use crate::outgoing::{self, AttemptWire};
 use crate::policy::PolicyInner;
 use crate::template::Requests;
 use crate::transport::{Transport, TransportError};
+use crate::whole_body;
 use crate::write_ahead::WriteAhead;
 
 impl<T: Transport> Intent<T> {
@@ -33,6 +34,7 @@ impl<T: Transport> Intent<T> {
             deadline,
             observers,
             write_ahead,
+            whole_body,
         } = self;
         check_and_key(&mut request, &policy, key.as_ref(), deadline)?;
         if write_ahead.is_some() {
@@ -64,6 +66,7 @@ impl<T: Transport> Intent<T> {
                 deadline,
                 attempt_timeout,
                 replayable,
+                whole_body: whole_body.map(|limit| u32::try_from(limit).unwrap_or(u32::MAX)),
             },
             policy,
             observers,
@@ -134,6 +137,9 @@ pub(super) struct Prepared<T> {
     pub(super) attempt_timeout: Option<Duration>,
     /// The body can be sent again (bytes, none, or a factory).
     pub(super) replayable: bool,
+    /// Read each response's body inside its attempt, at most this many bytes (a
+    /// `u32`: the future holds it, and a body above 4 GiB is never read into memory).
+    pub(super) whole_body: Option<u32>,
 }
 
 impl<T: Transport> Prepared<T> {
@@ -175,7 +181,16 @@ impl<T: Transport> Prepared<T> {
             self.body_factory.as_ref().map(|make| make()),
             wire,
         );
-        Ok(self.transport.send(request, timeout))
+        let sending = self.transport.send(request, timeout);
+        let whole_body = self.whole_body;
+        Ok(async move {
+            let response = sending.await?;
+            match whole_body {
+                // Boxed: only intents that read the body pay for its future.
+                Some(limit) => Box::pin(whole_body::read(response, limit as usize)).await,
+                None => Ok(response),
+            }
+        })
     }
 }
 

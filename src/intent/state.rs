@@ -132,7 +132,11 @@ impl LoopState {
         last: LastResult,
         retry_after: Option<Duration>,
     ) -> Error {
-        let context = self.context(policy, retry_after);
+        let mut context = self.context(policy, retry_after);
+        if reason == GiveUpReason::CompletedNotKept {
+            // The server said the key finished: the effect happened, known.
+            context.outcome_unknown = false;
+        }
         record_end(context.log.len(), reason.as_str());
         tracing::warn!(
             reason = reason.as_str(),

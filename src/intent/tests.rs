@@ -86,6 +86,7 @@ fn intent(transport: Scripted, policy: RetryPolicyBuilder) -> Intent<Scripted> {
         deadline: Some(Duration::from_secs(30)),
         observers: Vec::new(),
         write_ahead: None,
+        whole_body: None,
     }
 }
 

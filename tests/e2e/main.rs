@@ -15,6 +15,8 @@
 //! * `cancel` — dropping `send()` during a pause ends the intent;
 //! * `redaction` — secrets never reach the logs;
 //! * `stress` — 2,000 intents at concurrency 200 with 30 % faults;
+//! * `whole_body` — the response body read inside the intent, cut part-way by a
+//!   proxy: resent under the key, a keyless POST unknown, too large, 410;
 //! * `fuzz`, `bad_input` — property tests of the public parsers and keys, and
 //!   absurd `Retry-After` values and keys over real HTTP.
 
@@ -32,3 +34,4 @@ mod redaction;
 mod scenarios;
 mod stress;
 mod trials;
+mod whole_body;
