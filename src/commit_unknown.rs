@@ -95,7 +95,7 @@ mod tests {
     }
 
     #[test]
-    fn an_observer_refusal_carrying_it_is_outcome_unknown_and_says_so() {
+    fn a_write_ahead_refusal_carrying_it_is_outcome_unknown_and_says_so() {
         use crate::attempt_log::AttemptLog;
         use crate::error::Error;
         use crate::idempotency::IdempotencyKey;
@@ -106,13 +106,13 @@ mod tests {
             ("the journal is full".into(), false),
         ];
         for (refusal, unknown) in cases {
-            let error = Error::observer_refused(refusal, AttemptLog::new(Some(key.clone())));
-            assert!(error.is_observer_refused());
+            let error = Error::write_ahead_refused(refusal, AttemptLog::new(Some(key.clone())));
+            assert!(error.is_write_ahead_refused());
             assert_eq!(error.is_outcome_unknown(), unknown, "{error}");
             assert_eq!(error.idempotency_key(), Some(&key));
             let text = error.to_string();
             assert_eq!(text.contains("outcome unknown"), unknown, "{text}");
-            assert_eq!(text.contains("may still send"), unknown, "{text}");
+            assert_eq!(text.contains("may still be sent"), unknown, "{text}");
         }
     }
 }

@@ -43,7 +43,7 @@ pub enum GiveUpReason {
     /// The intent's [`WriteAhead`](crate::WriteAhead) refused it in
     /// `before_first_byte` (e.g. a journal could not write it ahead); nothing was
     /// sent by this call.
-    ObserverRefused,
+    WriteAheadRefused,
     /// A resend of an intent read whole ([`RequestBuilder::whole_body`]) was answered
     /// `410 Gone`: the server finished the key but did not keep its response (too
     /// large or streamed to store). The effect happened; its answer is lost.
@@ -53,6 +53,12 @@ pub enum GiveUpReason {
 }
 
 impl GiveUpReason {
+    /// Renamed [`WriteAheadRefused`](Self::WriteAheadRefused): a write-ahead refuses,
+    /// observers only watch. Kept for one release; it matches as the new name does.
+    #[deprecated(since = "0.2.0", note = "renamed `GiveUpReason::WriteAheadRefused`")]
+    #[allow(non_upper_case_globals)]
+    pub const ObserverRefused: GiveUpReason = GiveUpReason::WriteAheadRefused;
+
     /// A short label for logs.
     pub fn as_str(&self) -> &'static str {
         match self {
@@ -65,7 +71,7 @@ impl GiveUpReason {
             Self::BodyNotReplayable => "body_not_replayable",
             Self::NotRetryable => "not_retryable",
             Self::InvalidRequest => "invalid_request",
-            Self::ObserverRefused => "observer_refused",
+            Self::WriteAheadRefused => "write_ahead_refused",
             Self::CompletedNotKept => "completed_not_kept",
         }
     }
@@ -176,14 +182,14 @@ impl Error {
     /// by this call. When the refusal carries [`CommitOutcomeUnknown`] the write-ahead's
     /// own write may have committed (a journal may send the intent later under its
     /// key), so the outcome is unknown.
-    pub(crate) fn observer_refused(source: BoxError, log: AttemptLog) -> Self {
+    pub(crate) fn write_ahead_refused(source: BoxError, log: AttemptLog) -> Self {
         let context = GiveUpContext {
             log,
             outcome_unknown: CommitOutcomeUnknown::is_in_chain(source.as_ref()),
             ..GiveUpContext::nothing_sent()
         };
         Self::give_up(
-            GiveUpReason::ObserverRefused,
+            GiveUpReason::WriteAheadRefused,
             LastResult::Other(source),
             context,
         )
@@ -192,7 +198,7 @@ impl Error {
     /// The write-ahead's `before_first_byte` was still running at the deadline:
     /// nothing was sent by this call, but it may have acted (a journal may have written
     /// the intent ahead, to resume it later), so the outcome is unknown.
-    pub(crate) fn observer_overran_deadline(log: AttemptLog, elapsed: Duration) -> Self {
+    pub(crate) fn write_ahead_overran_deadline(log: AttemptLog, elapsed: Duration) -> Self {
         let context = GiveUpContext {
             log,
             outcome_unknown: true,
@@ -309,8 +315,14 @@ impl Error {
     /// journal's write-ahead that timed out during its commit), the intent may
     /// still be sent under [`idempotency_key`](Self::idempotency_key), and a retry
     /// must use that key.
+    pub fn is_write_ahead_refused(&self) -> bool {
+        self.inner.reason == GiveUpReason::WriteAheadRefused
+    }
+
+    /// Renamed [`is_write_ahead_refused`](Self::is_write_ahead_refused).
+    #[deprecated(since = "0.2.0", note = "renamed `Error::is_write_ahead_refused`")]
     pub fn is_observer_refused(&self) -> bool {
-        self.inner.reason == GiveUpReason::ObserverRefused
+        self.is_write_ahead_refused()
     }
 
     /// The last attempt ended in a timeout.
@@ -525,16 +537,17 @@ impl fmt::Display for Error {
                 LastResult::Other(why) => write!(f, "invalid request: {why}")?,
                 _ => write!(f, "invalid request")?,
             },
-            GiveUpReason::ObserverRefused => match &inner.last {
+            GiveUpReason::WriteAheadRefused => match &inner.last {
                 LastResult::Other(source) if inner.outcome_unknown => write!(
                     f,
-                    "an intent observer could not confirm its write before sending (it may \
-                     still send the intent under its key): {source}"
+                    "the intent's write-ahead could not confirm its write before sending (the \
+                     intent may still be sent under its key): {source}"
                 )?,
-                LastResult::Other(source) => {
-                    write!(f, "refused by an intent observer before sending: {source}")?
-                }
-                _ => write!(f, "refused by an intent observer before sending")?,
+                LastResult::Other(source) => write!(
+                    f,
+                    "refused by the intent's write-ahead before sending: {source}"
+                )?,
+                _ => write!(f, "refused by the intent's write-ahead before sending")?,
             },
         }
         if let Some(status) = self.last_status() {

@@ -34,11 +34,11 @@ use crate::error::{Error, GiveUpContext, GiveUpReason, LastResult};
 use crate::gate::{self, GateScope};
 use crate::idempotency::IdempotencyKey;
 use crate::ids::RequestId;
-use crate::observer::{IntentEnd, IntentObserver, IntentStart, Observers, RetryScheduled};
+use crate::observer::{IntentEnd, IntentObserver, Observers, RetryScheduled};
 use crate::policy::PolicyInner;
 use crate::telemetry;
 use crate::transport::{Transport, TransportError};
-use crate::write_ahead::{self, StartRefused, WriteAhead};
+use crate::write_ahead::{self, IntentStart, StartRefused, WriteAhead};
 
 mod prepare;
 mod state;
@@ -206,20 +206,20 @@ fn refusal_error<T>(
     let log = AttemptLog::new(prepared.key.take());
     match refused {
         StartRefused::Refused(why) => {
-            let error = Error::observer_refused(why, log);
+            let error = Error::write_ahead_refused(why, log);
             if error.is_outcome_unknown() {
                 tracing::warn!(
-                    "an intent observer could not confirm its write; this call sent nothing, but the intent may still be sent under its key (outcome unknown)"
+                    "the write-ahead could not confirm its write; this call sent nothing, but the intent may still be sent under its key (outcome unknown)"
                 );
             } else {
-                tracing::warn!("an intent observer refused the intent; nothing was sent");
+                tracing::warn!("the write-ahead refused the intent; nothing was sent");
             }
             error
         }
         StartRefused::OutOfTime => {
             tracing::warn!("the write-ahead's `before_first_byte` outlived the deadline");
             let elapsed = policy.clock.now().saturating_duration_since(started);
-            Error::observer_overran_deadline(log, elapsed)
+            Error::write_ahead_overran_deadline(log, elapsed)
         }
     }
 }

@@ -225,7 +225,7 @@ pub use failure::TransportFailure;
 pub use gate::{Gate, GateRefusal, GateScope, RetryCause};
 pub use idempotency::{IdempotencyKey, InvalidKey, KeyAttachment, KeyFormat, MAX_KEY_LEN};
 pub use ids::RequestId;
-pub use observer::{AttemptFinished, IntentEnd, IntentObserver, IntentStart, RetryScheduled};
+pub use observer::{AttemptFinished, IntentEnd, IntentObserver, RetryScheduled};
 pub use options::IntentOptions;
 pub use policy::{BuildError, RetryPolicy, RetryPolicyBuilder};
 pub use prepared::PreparedIntent;
@@ -235,7 +235,7 @@ pub use retry_after::{
 pub use sleeper::{RecordingSleeper, Sleep, Sleeper, TokioSleeper};
 pub use throttle::{AdaptiveThrottle, AdaptiveThrottleBuilder, InvalidThrottle};
 pub use whole_body::DEFAULT_WHOLE_BODY_LIMIT;
-pub use write_ahead::{WriteAhead, WriteAheadFuture};
+pub use write_ahead::{IntentStart, WriteAhead, WriteAheadFuture};
 
 #[cfg(feature = "serde")]
 pub use config::{ConfigError, RetryPolicyConfig};

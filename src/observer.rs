@@ -11,7 +11,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::header::HeaderName;
 use http::{HeaderMap, Method, StatusCode};
 
 use crate::attempt_log::{AttemptLog, AttemptRecord, DelayReason, ResponseExt};
@@ -92,69 +91,6 @@ pub trait IntentObserver: Send + Sync + 'static {
     /// before the caller gets the result.
     fn finished(&self, end: &IntentEnd<'_>) {
         let _ = end;
-    }
-}
-
-/// An intent about to send its first attempt: what will go on the wire.
-#[derive(Debug)]
-pub struct IntentStart<'a> {
-    pub(crate) intent_id: RequestId,
-    pub(crate) key: Option<&'a IdempotencyKey>,
-    pub(crate) key_header: &'a HeaderName,
-    pub(crate) request: &'a reqwest::Request,
-    pub(crate) body: Option<&'a [u8]>,
-    pub(crate) deadline: Option<Duration>,
-}
-
-impl<'a> IntentStart<'a> {
-    /// Identifies the intent, keyed or not, in every hook: the request id its
-    /// first attempt will carry.
-    pub fn intent_id(&self) -> RequestId {
-        self.intent_id
-    }
-
-    /// The idempotency key every attempt will carry, if any.
-    pub fn key(&self) -> Option<&'a IdempotencyKey> {
-        self.key
-    }
-
-    /// The header that carries the key on the wire (the policy's `key_header`);
-    /// `None` for an intent without a key.
-    pub fn key_header(&self) -> Option<&'a HeaderName> {
-        self.key.map(|_| self.key_header)
-    }
-
-    /// The method.
-    pub fn method(&self) -> &'a Method {
-        self.request.method()
-    }
-
-    /// The URL.
-    pub fn url(&self) -> &'a reqwest::Url {
-        self.request.url()
-    }
-
-    /// The headers as sent: the key header included, the per-attempt request id
-    /// not (it is new on every attempt).
-    pub fn headers(&self) -> &'a HeaderMap {
-        self.request.headers()
-    }
-
-    /// The body bytes, when the body is in memory (a `body_fn` body is made into
-    /// bytes for a [`WriteAhead`](crate::WriteAhead));
-    /// `None` for no body and for streams — tell them apart with [`has_body`](Self::has_body).
-    pub fn body(&self) -> Option<&'a [u8]> {
-        self.body
-    }
-
-    /// True when the request has a body of any kind.
-    pub fn has_body(&self) -> bool {
-        self.body.is_some() || self.request.body().is_some()
-    }
-
-    /// The intent's deadline, if it has one.
-    pub fn deadline(&self) -> Option<Duration> {
-        self.deadline
     }
 }
 

@@ -8,7 +8,7 @@ use http::HeaderName;
 
 use crate::idempotency::IdempotencyKey;
 use crate::ids::RequestId;
-use crate::observer::IntentStart;
+use crate::write_ahead::IntentStart;
 
 /// What [`RequestBuilder::prepare`](crate::RequestBuilder::prepare) decided:
 /// the request with its idempotency key header in place, its body in memory if

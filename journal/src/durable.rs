@@ -57,7 +57,7 @@ pub trait DurableExt {
     /// records its result there.
     ///
     /// `send()` then fails without sending anything
-    /// ([`reqwest_resilience::Error::is_observer_refused`]; the
+    /// ([`reqwest_resilience::Error::is_write_ahead_refused`]; the
     /// [`JournalError`] is its source, see [`journal_error`]) when the journal
     /// write fails, the body is a stream, the key is journaled for an intent this
     /// send cannot join ([`JournalError::KeyInUse`]), or a POST or PATCH has no

@@ -192,8 +192,20 @@ async fn a_write_ahead_that_refuses_stops_the_intent_before_anything_is_sent() {
 
     let error = client.post(server.uri()).send().await.unwrap_err();
 
-    assert!(error.is_observer_refused(), "{error}");
-    assert_eq!(error.reason(), GiveUpReason::ObserverRefused);
+    assert!(error.is_write_ahead_refused(), "{error}");
+    assert_eq!(error.reason(), GiveUpReason::WriteAheadRefused);
+    assert!(
+        error
+            .to_string()
+            .contains("refused by the intent's write-ahead"),
+        "{error}"
+    );
+    // The old names still work for one release.
+    #[allow(deprecated)]
+    {
+        assert!(error.is_observer_refused());
+        assert!(matches!(error.reason(), GiveUpReason::ObserverRefused));
+    }
     assert_eq!(error.attempts(), 0);
     assert!(!error.is_outcome_unknown());
     assert!(
@@ -209,7 +221,7 @@ async fn a_write_ahead_that_refuses_stops_the_intent_before_anything_is_sent() {
         *seen.events.lock().unwrap(),
         vec![
             "started POST key=true",
-            "ended status=None gave_up=Some(ObserverRefused) unknown=false attempts=0"
+            "ended status=None gave_up=Some(WriteAheadRefused) unknown=false attempts=0"
         ]
     );
     assert!(received(&server).await.is_empty());
@@ -573,7 +585,7 @@ async fn the_requests_write_ahead_replaces_the_policys() {
         let events = requests.events.lock().unwrap();
         assert_eq!(events.len(), 2, "{case:?}: {events:?}");
         let gave_up = if request_refuses {
-            "status=None gave_up=Some(ObserverRefused)"
+            "status=None gave_up=Some(WriteAheadRefused)"
         } else {
             "status=Some(201) gave_up=None"
         };

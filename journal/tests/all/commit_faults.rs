@@ -63,7 +63,7 @@ impl Ledger {
                 );
                 Told::Unknown
             }
-            Err(error) if error.is_observer_refused() => Told::Refused,
+            Err(error) if error.is_write_ahead_refused() => Told::Refused,
             Err(error) => panic!("{key}: unexpected error: {error}"),
         };
         self.told.insert(key.to_owned(), told);
@@ -143,7 +143,7 @@ async fn durable_send(
 async fn send_and_note(ledger: &mut Ledger, journal: &Journal, server: &Server, key: &str) {
     let result = durable_send(&client(1), journal, &server.url, key).await;
     if let Err(error) = &result {
-        if error.is_observer_refused() && !error.is_outcome_unknown() {
+        if error.is_write_ahead_refused() && !error.is_outcome_unknown() {
             assert!(
                 journal_error(error).is_some_and(|e| !e.is_commit_unknown()),
                 "{error}"

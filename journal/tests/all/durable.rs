@@ -172,7 +172,7 @@ async fn refused_without_sending_when_the_intent_cannot_be_journaled() {
         .send()
         .await
         .unwrap_err();
-    assert!(error.is_observer_refused(), "{error}");
+    assert!(error.is_write_ahead_refused(), "{error}");
     assert!(matches!(
         journal_error(&error),
         Some(JournalError::KeyRequired { .. })
