@@ -1,0 +1,246 @@
+//! The matrix test's server: `POST /payments` behind tower-idempotency on its
+//! defaults (`IdempotencyLayer::builder(store).principal(…).build()`, nothing
+//! else), in one of three modes:
+//!
+//! ```text
+//! matrix_server memory   /tmp/…/effects.db  2000   # MemoryStore layer; effect appended to a SQLite file
+//! matrix_server sqlite   /tmp/…/server.db   2000   # transactional(SqliteStore); effect a row in the same file
+//! matrix_server postgres 'host=… dbname=…'  2000   # transactional(Arc<PostgresStore>); effect a row in the same database
+//! ```
+//!
+//! The last argument is how long the handler takes, in milliseconds. Each effect
+//! is one row of `effects (id, key, body)`; the answer names it
+//! (`{"effect":ID}`). The first line printed is `listening on ADDR`.
+//!
+//! The memory mode records its effect first and then takes its time, as a
+//! handler that charges a card and then renders a receipt: a kill mid-handler
+//! leaves the effect, and the key (in memory) is gone with the process — the
+//! layer's documented boundary. The strong modes take their time inside the
+//! claim's transaction, so a kill leaves neither the effect nor the key.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::response::IntoResponse;
+use axum::routing::post;
+use axum::Router;
+use bytes::Bytes;
+use http::{HeaderValue, StatusCode};
+use tower_idempotency::rusqlite::{self, params};
+use tower_idempotency::tokio_postgres::{self, NoTls, Transaction};
+use tower_idempotency::{
+    EffectFuture, IdempotencyLayer, MemoryStore, PostgresStore, Principal, Rollback, SqliteStore,
+    StoredResponse, Transactional,
+};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The account an authentication layer would have found from the bearer token
+/// (here the token is the account): keys are scoped to it.
+fn account(parts: &http::request::Parts) -> Option<Principal> {
+    let value = parts
+        .headers
+        .get(http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
+    Some(Principal::new(value.strip_prefix("Bearer ")?))
+}
+
+/// The intent's key as the handler sees it, recorded with its effect.
+fn key_of(parts: &http::request::Parts) -> String {
+    parts
+        .headers
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned()
+}
+
+/// The answer for effect `id`, the same in every mode.
+fn effect_body(id: i64) -> String {
+    format!("{{\"effect\":{id}}}")
+}
+
+fn created(effect: i64) -> StoredResponse {
+    StoredResponse {
+        status: StatusCode::CREATED,
+        headers: vec![(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body: Bytes::from(effect_body(effect)),
+    }
+}
+
+const EFFECTS_SQLITE: &str =
+    "CREATE TABLE IF NOT EXISTS effects (id INTEGER PRIMARY KEY, key TEXT NOT NULL, body TEXT NOT NULL)";
+const EFFECTS_POSTGRES: &str =
+    "CREATE TABLE IF NOT EXISTS effects (id BIGSERIAL PRIMARY KEY, key TEXT NOT NULL, body TEXT NOT NULL)";
+
+#[tokio::main]
+async fn main() -> Result<(), BoxError> {
+    let mut args = std::env::args().skip(1);
+    let usage = "usage: matrix_server memory|sqlite|postgres DB_PATH|CONNINFO HANDLER_MS";
+    let mode = args.next().ok_or(usage)?;
+    let db = args.next().ok_or(usage)?;
+    let delay = Duration::from_millis(args.next().ok_or(usage)?.parse()?);
+    let app = match mode.as_str() {
+        "memory" => memory_app(&db, delay)?,
+        "sqlite" => sqlite_app(&db, delay)?,
+        "postgres" => postgres_app(&db, delay).await?,
+        other => return Err(format!("unknown mode {other:?}; {usage}").into()),
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    println!("listening on {}", listener.local_addr()?);
+    axum::serve(listener, app).await?;
+    Ok(())
+}
+
+/// The layer with a `MemoryStore`, around a route whose effect is outside it.
+fn memory_app(path: &str, delay: Duration) -> Result<Router, BoxError> {
+    let effects = rusqlite::Connection::open(path)?;
+    effects.execute_batch(EFFECTS_SQLITE)?;
+    let idempotency = IdempotencyLayer::builder(MemoryStore::new())
+        .principal(account)
+        .build()?;
+    let state = MemoryApp {
+        effects: Arc::new(Mutex::new(effects)),
+        delay,
+    };
+    Ok(Router::new()
+        .route("/payments", post(pay_memory).route_layer(idempotency))
+        .with_state(state))
+}
+
+#[derive(Clone)]
+struct MemoryApp {
+    effects: Arc<Mutex<rusqlite::Connection>>,
+    delay: Duration,
+}
+
+async fn pay_memory(State(app): State<MemoryApp>, request: Request) -> impl IntoResponse {
+    let (parts, body) = request.into_parts();
+    let Ok(body) = axum::body::to_bytes(body, 64 * 1024).await else {
+        return StatusCode::BAD_REQUEST.into_response();
+    };
+    let key = key_of(&parts);
+    let effects = app.effects.clone();
+    // Autocommit: the effect is durable before the handler goes on.
+    let id = tokio::task::spawn_blocking(move || {
+        let conn = effects.lock().unwrap();
+        conn.execute(
+            "INSERT INTO effects (key, body) VALUES (?1, ?2)",
+            params![key, String::from_utf8_lossy(&body)],
+        )
+        .map(|_| conn.last_insert_rowid())
+    })
+    .await;
+    let Ok(Ok(id)) = id else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    tokio::time::sleep(app.delay).await;
+    (
+        StatusCode::CREATED,
+        [(http::header::CONTENT_TYPE, "application/json")],
+        effect_body(id),
+    )
+        .into_response()
+}
+
+/// The strong mode on SQLite: claim, effect row and stored response in one
+/// transaction of one file.
+fn sqlite_app(path: &str, delay: Duration) -> Result<Router, BoxError> {
+    let store = SqliteStore::open(path)?;
+    rusqlite::Connection::open(path)?.execute_batch(EFFECTS_SQLITE)?;
+    let idempotency = IdempotencyLayer::builder(store.clone())
+        .principal(account)
+        .build()?;
+    Ok(Router::new()
+        .route("/payments", post(pay_sqlite))
+        .with_state(SqliteApp {
+            strong: idempotency.transactional(store),
+            delay,
+        }))
+}
+
+#[derive(Clone)]
+struct SqliteApp {
+    strong: Transactional<SqliteStore>,
+    delay: Duration,
+}
+
+async fn pay_sqlite(State(app): State<SqliteApp>, request: Request) -> impl IntoResponse {
+    let delay = app.delay;
+    app.strong
+        .handle(request, move |tx, parts, body| {
+            tx.execute(
+                "INSERT INTO effects (key, body) VALUES (?1, ?2)",
+                params![key_of(parts), String::from_utf8_lossy(body)],
+            )?;
+            let id = tx.last_insert_rowid();
+            // The handler's time, spent inside the transaction (a blocking
+            // closure: the strong mode runs it off the async workers).
+            std::thread::sleep(delay);
+            Ok::<_, Rollback>(created(id))
+        })
+        .await
+}
+
+/// The strong mode on PostgreSQL: claim, effect row and stored response in one
+/// transaction on a pooled connection.
+async fn postgres_app(conninfo: &str, delay: Duration) -> Result<Router, BoxError> {
+    let store = Arc::new(PostgresStore::connect(conninfo).await?);
+    let (client, connection) = tokio_postgres::connect(conninfo, NoTls).await?;
+    let connection = tokio::spawn(connection);
+    client.batch_execute(EFFECTS_POSTGRES).await?;
+    drop(client);
+    let _ = connection.await;
+    let idempotency = IdempotencyLayer::builder(store.clone())
+        .principal(account)
+        .build()?;
+    Ok(Router::new()
+        .route("/payments", post(pay_postgres))
+        .with_state(PostgresApp {
+            strong: idempotency.transactional(store),
+            delay,
+        }))
+}
+
+#[derive(Clone)]
+struct PostgresApp {
+    strong: Transactional<Arc<PostgresStore>>,
+    delay: Duration,
+}
+
+async fn pay_postgres(State(app): State<PostgresApp>, request: Request) -> impl IntoResponse {
+    let delay = app.delay;
+    app.strong
+        .handle(request, move |tx, parts, body| {
+            effect_postgres(tx, parts, body, delay)
+        })
+        .await
+}
+
+fn effect_postgres<'t>(
+    tx: &'t Transaction<'t>,
+    parts: http::request::Parts,
+    body: Bytes,
+    delay: Duration,
+) -> EffectFuture<'t, Rollback> {
+    Box::pin(async move {
+        let row = tx
+            .query_one(
+                "INSERT INTO effects (key, body) VALUES ($1, $2) RETURNING id",
+                &[
+                    &key_of(&parts),
+                    &String::from_utf8_lossy(&body).into_owned(),
+                ],
+            )
+            .await?;
+        // The handler's time, spent inside the transaction: a kill now leaves an
+        // idle transaction whose connection dies with the process.
+        tokio::time::sleep(delay).await;
+        Ok(created(row.get(0)))
+    })
+}
