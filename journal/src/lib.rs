@@ -119,7 +119,7 @@
 //! # One rusqlite
 //! With `sqlite`, the journal links SQLite through rusqlite `>=0.32, <0.41`
 //! (bundled SQLite), and only one crate in a build may link `sqlite3`. Use
-//! [`rusqlite`](crate::rusqlite), re-exported here, for the connection you pass
+//! [`rusqlite`], re-exported here, for the connection you pass
 //! to [`OutboxIntent::enqueue_rusqlite`] — or depend on a rusqlite in that same
 //! range. `cargo add rusqlite` picks the newest minor (0.43 or later), which
 //! cannot link beside it.
