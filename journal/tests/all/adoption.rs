@@ -193,3 +193,22 @@ fn a_journal_table_of_no_known_shape_is_refused_naming_what_it_lacks() {
         assert_eq!(user_version(&path), 3, "{name}: user_version untouched");
     }
 }
+
+#[test]
+fn an_old_journal_opened_on_several_connections_at_once_is_adopted_once() {
+    // Adoption runs inside the migration's write transaction: the first open
+    // records the versions, the others wait on the lock and find them.
+    let path = old_journal("adopted-together", 2, 2);
+    let opens: Vec<_> = (0..6)
+        .map(|_| {
+            let path = path.clone();
+            std::thread::spawn(move || SqliteStore::open(path).map(|s| s.schema_version()))
+        })
+        .collect();
+    for open in opens {
+        let version = open.join().unwrap().expect("opened").expect("version");
+        assert_eq!(version, 3);
+    }
+    assert_eq!(journal_versions(&path), all_steps(), "each version once");
+    assert_eq!(user_version(&path), 2);
+}
