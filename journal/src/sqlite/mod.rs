@@ -97,8 +97,9 @@ impl SqliteStoreBuilder {
     /// damaged (it names the file and the step),
     /// [`JournalError::Schema`] when it cannot be migrated (or was migrated by a
     /// newer version of this crate, or holds a `journal_intents` table of no
-    /// shape the journal ever had: the error names what it lacks), [`JournalError::Timeout`] when another
-    /// connection held the write lock past the busy timeout.
+    /// shape the journal ever had: the error names what it lacks),
+    /// [`JournalError::Timeout`] when another connection held the write lock
+    /// past the busy timeout.
     pub fn open(self) -> Result<SqliteStore, JournalError> {
         let conn = match &self.path {
             Some(path) => {
