@@ -112,7 +112,17 @@
 //!   `test-util`), the one both built-in backends pass.
 //!
 //! Both apply the versioned migrations under `migrations/` when they open, in
-//! order, under a lock, recording the version.
+//! order, under a lock, recording the version in the `journal_schema_versions`
+//! table. A SQLite file may hold your tables too: the journal leaves `PRAGMA
+//! user_version` to your own migrations (`rusqlite_migration` uses it).
+//!
+//! # One rusqlite
+//! With `sqlite`, the journal links SQLite through rusqlite `>=0.32, <0.41`
+//! (bundled SQLite), and only one crate in a build may link `sqlite3`. Use
+//! [`rusqlite`], re-exported here, for the connection you pass
+//! to [`OutboxIntent::enqueue_rusqlite`] — or depend on a rusqlite in that same
+//! range. `cargo add rusqlite` picks the newest minor (0.43 or later), which
+//! cannot link beside it.
 //!
 //! # What the journal holds — protect it like the data
 //! The journal stores request **bodies** and **idempotency keys** verbatim (they
@@ -196,5 +206,10 @@ pub use postgres::{
     PostgresStore, PostgresStoreBuilder, DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE,
     DEFAULT_STATEMENT_TIMEOUT,
 };
+/// The SQLite driver the journal links (rusqlite `>=0.32, <0.41`, bundled
+/// SQLite): use it for your own connection, as one build can link only one
+/// `sqlite3` (see [One rusqlite](crate#one-rusqlite)).
+#[cfg(feature = "sqlite")]
+pub use rusqlite;
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteStore, SqliteStoreBuilder, DEFAULT_BUSY_TIMEOUT};

@@ -1,6 +1,8 @@
 //! The schema's versions: SQL files under `journal/migrations/<backend>/`, applied
-//! in order, each once, under a lock, the version recorded (SQLite: `PRAGMA
-//! user_version`; PostgreSQL: the `journal_schema_versions` table).
+//! in order, each once, under a lock, the version recorded in the
+//! `journal_schema_versions` table (both backends; SQLite files made before
+//! 0.2.0's release recorded it in `PRAGMA user_version` and are adopted: see
+//! `sqlite/adopt.rs`).
 
 use idempotency_storage::{Migration, Schema, VersionRecord};
 
@@ -14,11 +16,15 @@ macro_rules! migration {
     };
 }
 
-/// The SQLite schema, oldest first; the file is the journal's alone, so its
-/// version is `PRAGMA user_version`.
+/// The SQLite schema, oldest first. Its version has a table of its own, not
+/// `PRAGMA user_version`: the file may be shared with the application's tables
+/// (an outbox), whose own migrations use `user_version`.
 #[cfg(feature = "sqlite")]
 pub(crate) const SQLITE: Schema = Schema::new(
-    VersionRecord::UserVersion,
+    VersionRecord::Table {
+        name: "journal_schema_versions",
+        names: true,
+    },
     &[
         migration!("sqlite", 1, "0001_initial"),
         migration!("sqlite", 2, "0002_worker_incarnation"),

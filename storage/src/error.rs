@@ -78,6 +78,17 @@ pub enum SchemaError {
         #[source]
         source: BoxError,
     },
+    /// The database holds tables of the store's but no record of their version
+    /// (a file an older build made, which kept it in `PRAGMA user_version`),
+    /// and they are not exactly any version the store can adopt
+    /// (`sqlite::migrate_adopting`): nothing was changed. The source names what
+    /// is missing or unexpected.
+    #[error("the existing tables are not a schema version this build can adopt: {source}")]
+    Unadoptable {
+        /// The store's own words: which table, and what it lacks or has in addition.
+        #[source]
+        source: BoxError,
+    },
     /// The driver failed outside a step (the lock, the transaction, the
     /// version's record); the source is the driver's own error.
     #[error(transparent)]

@@ -13,7 +13,9 @@
 //! * [`Schema`]: versioned migrations, one runner per backend — applied in one
 //!   transaction under a lock (SQLite's write lock, a PostgreSQL advisory
 //!   lock), each version recorded in the store's own table (or SQLite's
-//!   `user_version`), and a database migrated by a newer build refused.
+//!   `user_version`, for a file the store owns alone), and a database migrated
+//!   by a newer build refused; `sqlite::migrate_adopting` moves a store off
+//!   `user_version`, adopting the files its older builds made.
 //! * `throwaway_postgres` (feature `test-util`): a PostgreSQL cluster on
 //!   127.0.0.1 for tests and benchmarks.
 //!

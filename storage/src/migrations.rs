@@ -43,13 +43,17 @@ impl Migration {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum VersionRecord {
-    /// SQLite's `PRAGMA user_version`: for a file the store owns alone.
+    /// SQLite's `PRAGMA user_version`: only for a file the store owns alone.
+    /// The pragma is one value per file, and an application's own migrations
+    /// (`rusqlite_migration`, for one) use it too: a store that shares the file
+    /// needs a [`Table`](Self::Table).
     UserVersion,
     /// A table of the store's own (a plain SQL identifier), one row per applied
     /// step: `version` and, when `names` is true, the step's `name` and when it
     /// was applied. A store that shares its database with the application's
     /// tables needs one, as the application's migrations may use
-    /// `user_version`.
+    /// `user_version`; a SQLite store that used `user_version` before adopts its
+    /// older files with `sqlite::migrate_adopting`.
     Table {
         /// The table's name.
         name: &'static str,
@@ -94,6 +98,11 @@ impl Schema {
     /// Where the version is recorded.
     pub fn record(&self) -> VersionRecord {
         self.record
+    }
+
+    /// The steps, oldest first.
+    pub fn steps(&self) -> &'static [Migration] {
+        self.steps
     }
 
     /// The newest version this build knows (0 without steps).

@@ -5,7 +5,9 @@
 //! `BEGIN IMMEDIATE` transaction so two processes sharing the file cannot claim
 //! the same intent (the second waits on the busy timeout).
 
+mod adopt;
 mod queries;
+mod shape;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -84,14 +86,20 @@ impl SqliteStoreBuilder {
     }
 
     /// Opens (or creates) the journal and brings its schema to the latest
-    /// version.
+    /// version, recorded in the file's `journal_schema_versions` table. The
+    /// file may hold the application's tables too; `PRAGMA user_version` is
+    /// left to the application. A journal file made before that table (0.1.0,
+    /// or 0.2.0 before its release) is adopted at the version its
+    /// `journal_intents` table has, then migrated.
     ///
     /// # Errors
     /// [`JournalError::File`] when the file cannot be created or opened, or is
     /// damaged (it names the file and the step),
     /// [`JournalError::Schema`] when it cannot be migrated (or was migrated by a
-    /// newer version of this crate), [`JournalError::Timeout`] when another
-    /// connection held the write lock past the busy timeout.
+    /// newer version of this crate, or holds a `journal_intents` table of no
+    /// shape the journal ever had: the error names what it lacks),
+    /// [`JournalError::Timeout`] when another connection held the write lock
+    /// past the busy timeout.
     pub fn open(self) -> Result<SqliteStore, JournalError> {
         let conn = match &self.path {
             Some(path) => {
@@ -115,8 +123,12 @@ impl SqliteStoreBuilder {
             }
             conn.pragma_update(None, "synchronous", "FULL")
                 .map_err(JournalError::storage)?;
-            idempotency_storage::sqlite::migrate(conn, &crate::migrations::SQLITE)
-                .map_err(JournalError::schema)
+            idempotency_storage::sqlite::migrate_adopting(
+                conn,
+                &crate::migrations::SQLITE,
+                adopt::adopt,
+            )
+            .map_err(JournalError::schema)
         })?;
         Ok(store)
     }
@@ -153,14 +165,16 @@ impl SqliteStore {
         .open()
     }
 
-    /// The schema version recorded in the file (`PRAGMA user_version`).
+    /// The journal's schema version, as recorded in the file's
+    /// `journal_schema_versions` table (never `PRAGMA user_version`, which is
+    /// the application's).
     ///
     /// # Errors
     /// [`JournalError::Storage`].
     pub fn schema_version(&self) -> Result<u32, JournalError> {
         self.with_conn(|conn| {
-            conn.query_row("PRAGMA user_version", [], |row| row.get(0))
-                .map_err(JournalError::storage)
+            idempotency_storage::sqlite::recorded_version(conn, &crate::migrations::SQLITE)
+                .map_err(JournalError::schema)
         })
     }
 

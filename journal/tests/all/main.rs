@@ -1,5 +1,6 @@
 //! The journal's integration tests, in one binary (one PostgreSQL cluster).
 
+mod adoption;
 mod children;
 mod commit_faults;
 mod conformance;
@@ -18,5 +19,6 @@ mod refused;
 mod restart;
 mod resume;
 mod same_key;
+mod shared_file;
 mod support;
 mod timeouts;

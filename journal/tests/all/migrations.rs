@@ -38,6 +38,11 @@ fn a_first_schema_sqlite_journal_is_upgraded_in_place() {
     }
     let store = SqliteStore::open(&path).unwrap();
     assert_eq!(store.schema_version().unwrap(), LATEST);
+    assert_eq!(
+        crate::support::schema::user_version(&path),
+        0,
+        "the journal no longer writes user_version"
+    );
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -97,9 +102,13 @@ fn sqlite_migrations_run_once_when_opened_together() {
 fn a_journal_from_a_newer_crate_is_refused() {
     let path = sqlite_path("newer");
     SqliteStore::open(&path).unwrap();
+    // A newer crate records its step in the journal's versions table.
     rusqlite::Connection::open(&path)
         .unwrap()
-        .pragma_update(None, "user_version", LATEST + 1)
+        .execute(
+            "INSERT INTO journal_schema_versions (version, name) VALUES (?1, '0004_future')",
+            [LATEST + 1],
+        )
         .unwrap();
     let error = SqliteStore::open(&path).unwrap_err();
     assert!(matches!(error, JournalError::Schema(_)), "{error}");

@@ -2,7 +2,7 @@
 
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 
-use crate::error::SchemaError;
+use crate::error::{BoxError, SchemaError};
 use crate::migrations::{Schema, VersionRecord};
 
 /// Brings the database to `schema`'s latest version: `BEGIN IMMEDIATE` takes
@@ -32,12 +32,73 @@ use crate::migrations::{Schema, VersionRecord};
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn migrate(conn: &mut Connection, schema: &Schema) -> Result<u32, SchemaError> {
+    migrate_adopting(conn, schema, |_, _| Ok(None))
+}
+
+/// As [`migrate`], for a store whose versions table is new and whose older
+/// builds recorded the version in `PRAGMA user_version`.
+///
+/// When the schema's [`VersionRecord::Table`] is empty — the first time this
+/// build opens the file — `adopt` is asked, inside the migration's transaction,
+/// which version of the store's tables the file holds. It gets the connection
+/// and the file's `user_version`, which it must not trust on its own: the
+/// application that shares the file may have written it. It answers
+///
+/// * `Ok(None)`: none of the store's tables are there; the schema is created
+///   from step 1 (an application's own `user_version` stays as it is);
+/// * `Ok(Some(n))`: the store's tables are exactly version `n`; versions 1..=`n`
+///   are recorded as applied and only the later steps run;
+/// * `Err(reason)`: the store's tables are there but match no version;
+///   [`SchemaError::Unadoptable`] with that reason, and nothing is changed.
+///
+/// Once the table has a row, `adopt` is never asked again. The runner never
+/// writes `user_version` for a table-recorded schema. With
+/// [`VersionRecord::UserVersion`] the version *is* `user_version` and `adopt`
+/// is not asked.
+///
+/// # Errors
+/// As [`migrate`], and [`SchemaError::Unadoptable`]; [`SchemaError::Newer`]
+/// when `adopt` answers a version newer than the schema's latest.
+///
+/// # Examples
+/// ```
+/// use idempotency_storage::{Migration, Schema, VersionRecord};
+///
+/// const SCHEMA: Schema = Schema::new(
+///     VersionRecord::Table { name: "keys_versions", names: true },
+///     &[
+///         Migration::new(1, "0001_keys", "CREATE TABLE keys (key TEXT PRIMARY KEY)"),
+///         Migration::new(2, "0002_body", "ALTER TABLE keys ADD COLUMN body BLOB"),
+///     ],
+/// );
+/// // A file an older build made: its table at version 1, recorded in user_version.
+/// let mut conn = rusqlite::Connection::open_in_memory()?;
+/// conn.execute_batch("CREATE TABLE keys (key TEXT PRIMARY KEY); PRAGMA user_version = 1")?;
+/// let version = idempotency_storage::sqlite::migrate_adopting(&mut conn, &SCHEMA, |conn, _| {
+///     let has_keys: bool = conn.query_row(
+///         "SELECT count(*) > 0 FROM sqlite_master WHERE name = 'keys'", [], |row| row.get(0))?;
+///     Ok(has_keys.then_some(1))
+/// })?;
+/// assert_eq!(version, 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn migrate_adopting<F>(
+    conn: &mut Connection,
+    schema: &Schema,
+    adopt: F,
+) -> Result<u32, SchemaError>
+where
+    F: FnOnce(&Connection, u32) -> Result<Option<u32>, BoxError>,
+{
     schema.check()?;
     let driver = |error: rusqlite::Error| SchemaError::Driver(Box::new(error));
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(driver)?;
-    let current = current_version(&tx, schema.record()).map_err(driver)?;
+    let current = match current_version(&tx, schema.record()).map_err(driver)? {
+        Some(current) => current,
+        None => super::adopt::adopt(&tx, schema, adopt)?,
+    };
     let steps = schema.pending(current)?;
     for step in steps {
         tx.execute_batch(step.sql())
@@ -51,9 +112,46 @@ pub fn migrate(conn: &mut Connection, schema: &Schema) -> Result<u32, SchemaErro
     Ok(steps.last().map_or(current, |step| step.version()))
 }
 
-fn current_version(tx: &Transaction<'_>, record: VersionRecord) -> rusqlite::Result<u32> {
+/// The version `schema`'s record holds, read without writing (0 before the
+/// first migration).
+///
+/// # Errors
+/// [`SchemaError::Driver`] with the [`rusqlite::Error`].
+pub fn recorded_version(conn: &Connection, schema: &Schema) -> Result<u32, SchemaError> {
+    let driver = |error: rusqlite::Error| SchemaError::Driver(Box::new(error));
+    match schema.record() {
+        VersionRecord::UserVersion => conn
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .map_err(driver),
+        VersionRecord::Table { name, .. } => {
+            schema.check()?;
+            let exists: bool = conn
+                .query_row(
+                    "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                    [name],
+                    |row| row.get(0),
+                )
+                .map_err(driver)?;
+            if !exists {
+                return Ok(0);
+            }
+            conn.query_row(
+                &format!("SELECT coalesce(max(version), 0) FROM {name}"),
+                [],
+                |row| row.get(0),
+            )
+            .map_err(driver)
+        }
+    }
+}
+
+/// The recorded version, or `None` for a versions table with no row yet (the
+/// file was never migrated by a build that records there: adopt it).
+fn current_version(tx: &Transaction<'_>, record: VersionRecord) -> rusqlite::Result<Option<u32>> {
     match record {
-        VersionRecord::UserVersion => tx.query_row("PRAGMA user_version", [], |row| row.get(0)),
+        VersionRecord::UserVersion => tx
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .map(Some),
         VersionRecord::Table { name, names } => {
             let columns = if names {
                 "version INTEGER PRIMARY KEY, name TEXT NOT NULL, \
@@ -62,16 +160,14 @@ fn current_version(tx: &Transaction<'_>, record: VersionRecord) -> rusqlite::Res
                 "version INTEGER NOT NULL PRIMARY KEY"
             };
             tx.execute_batch(&format!("CREATE TABLE IF NOT EXISTS {name} ({columns})"))?;
-            tx.query_row(
-                &format!("SELECT coalesce(max(version), 0) FROM {name}"),
-                [],
-                |row| row.get(0),
-            )
+            tx.query_row(&format!("SELECT max(version) FROM {name}"), [], |row| {
+                row.get(0)
+            })
         }
     }
 }
 
-fn record_version(
+pub(super) fn record_version(
     tx: &Transaction<'_>,
     record: VersionRecord,
     version: u32,

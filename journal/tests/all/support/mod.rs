@@ -5,6 +5,7 @@ pub mod backend;
 pub mod pg;
 #[cfg(feature = "postgres")]
 pub mod proxy;
+pub mod schema;
 pub mod server;
 
 use reqwest_resilience_journal::SqliteStore;
