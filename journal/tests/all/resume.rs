@@ -65,10 +65,13 @@ async fn conflict_409_stays_unknown_with_a_later_due_time(backend: Backend) {
     let before = SystemTime::now();
     let report = journal.resume(&client(2), 10).await.unwrap();
     assert_eq!((report.claimed, report.unknown), (1, 1));
-    assert_eq!(
-        server.seen_with_key("busy-1").len(),
-        2,
-        "the client retried 409 once"
+    // A 409 "in progress" does not use up the client's 2 attempts: it is waited out
+    // while the run's deadline holds (the recording sleeper takes no time, so the
+    // count of waits the deadline holds ends it), then the intent stays unknown.
+    let seen = server.seen_with_key("busy-1").len();
+    assert!(
+        (3..=12).contains(&seen),
+        "the client waited the 409s out: {seen}"
     );
     let row = journal.get("busy-1").await.unwrap().unwrap();
     assert_eq!(row.state, IntentState::Unknown);
