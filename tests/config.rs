@@ -605,6 +605,7 @@ fn every_variable_is_its_toml_key_in_upper_case_under_the_prefix() {
         ("budget.window", r#""30s""#, "30s"),
         ("budget.reserve", "5", "5"),
         ("budget.per_host", "true", "true"),
+        ("breaker", r#""on""#, "on"),
         ("breaker.failure_ratio", "0.25", "0.25"),
         ("breaker.sampling_duration", r#""10s""#, "10s"),
         ("breaker.minimum_throughput", "20", "20"),
@@ -612,6 +613,7 @@ fn every_variable_is_its_toml_key_in_upper_case_under_the_prefix() {
         ("breaker.probes", "3", "3"),
         ("breaker.per_host", "false", "false"),
         ("breaker.slow_call_duration", r#""1s""#, "1s"),
+        ("throttle", r#""on""#, "on"),
         ("throttle.k", "1.5", "1.5"),
         ("throttle.window", r#""10s""#, "10s"),
         ("throttle.min_requests", "50", "50"),
@@ -644,7 +646,7 @@ fn every_variable_is_its_toml_key_in_upper_case_under_the_prefix() {
         assert_eq!(from_env, toml_config(&toml_text), "{variable} is not {key}");
     }
     // Every variable the loader knows is in the table above.
-    assert_eq!(settings.len(), 35);
+    assert_eq!(settings.len(), 37);
 }
 
 /// The policy errors `invalid_policies_name_the_setting` finds in a file, written as
@@ -967,6 +969,43 @@ fn a_name_setting_of_the_wrong_type_names_the_setting_in_json_too() {
         assert!(error.contains(field), "{field} not in {error}");
         assert!(error.contains("one of"), "{error}");
     }
+}
+
+/// `RESILIENCE_BREAKER=on` (or `breaker = "on"`) switches a gate on with its
+/// defaults, with nothing else to set; another word is refused, naming the variable.
+#[test]
+fn a_gate_is_switched_on_with_its_defaults() {
+    // The policy's Debug counts its gates (the budget is one of them).
+    let gates = |policy: &reqwest_resilience::RetryPolicy| {
+        let text = format!("{policy:?}");
+        let count = text
+            .split("gates: ")
+            .nth(1)
+            .unwrap()
+            .split(',')
+            .next()
+            .unwrap();
+        count.parse::<usize>().unwrap()
+    };
+    let plain = gates(&toml_config("").build().unwrap());
+    let prefix = RetryPolicyConfig::DEFAULT_ENV_PREFIX;
+    for variable in ["RESILIENCE_BREAKER", "RESILIENCE_THROTTLE"] {
+        let policy = RetryPolicyConfig::from_env_vars(prefix, vars(&[(variable, "on")]))
+            .unwrap()
+            .build()
+            .unwrap();
+        assert_eq!(gates(&policy), plain + 1, "{variable}");
+        let error =
+            RetryPolicyConfig::from_env_vars(prefix, vars(&[(variable, "yes")])).unwrap_err();
+        assert_names(&error, variable);
+        assert!(error.to_string().contains("\"on\""), "{error}");
+    }
+    let both = toml_config("breaker = \"on\"\nthrottle = \"on\"")
+        .build()
+        .unwrap();
+    assert_eq!(gates(&both), plain + 2);
+    let error = toml::from_str::<RetryPolicyConfig>("throttle = \"sometimes\"").unwrap_err();
+    assert!(error.to_string().contains("expected \"on\""), "{error}");
 }
 
 /// A `[breaker]` table gives the policy a circuit breaker: two failed intents open it,

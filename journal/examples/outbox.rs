@@ -9,19 +9,19 @@
 //!
 //! Run: `cargo run -p reqwest-resilience-journal --example outbox`
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::post;
+use axum::Router;
 use reqwest_resilience::ResilientClient;
 use reqwest_resilience_journal::{IntentState, Journal, OutboxIntent, SqliteStore};
-
-#[path = "../tests/all/support/server.rs"]
-#[allow(dead_code)] // the test server, shared; the example uses part of it
-mod server;
-use server::Server;
+use tower_idempotency::{IdempotencyLayer, MemoryStore, SinglePrincipal};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let server = Server::start().await;
+    let server = PaymentsApi::start().await?;
     let dir = std::env::temp_dir().join(format!("outbox-example-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let path = dir.join("shop.sqlite");
@@ -47,7 +47,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cancelled = payment(&journal, &client, &server.url, 1843)?;
     order_with_payment(&mut shop, 1843, &cancelled, Commit::No)?;
 
-    tokio::time::timeout(Duration::from_secs(10), server.wait_for_effects(1)).await?;
+    tokio::time::timeout(Duration::from_secs(10), server.wait_for_payments(1)).await?;
     let totals = relay.stop().await;
 
     let orders: i64 = shop.query_row("SELECT COUNT(*) FROM orders", [], |r| r.get(0))?;
@@ -61,15 +61,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         sent.state, sent.status, sent.locator
     );
     println!(
-        "order 1843: rolled back; journaled: {}; requests with its key: {}",
+        "order 1843: rolled back; journaled: {}; payments with its key: {}",
         journal.get(cancelled.key()).await?.is_some(),
-        server.seen_with_key(cancelled.key()).len()
+        server.payments_with_key(cancelled.key())
     );
-    println!("payments at the server: {}", server.effects());
+    println!("payments at the server: {}", server.payments());
 
-    let one_payment = server.effects() == 1
-        && server.seen_with_key(paid.key()).len() == 1
-        && server.seen_with_key(cancelled.key()).is_empty()
+    let one_payment = server.payments() == 1
+        && server.payments_with_key(paid.key()) == 1
+        && server.payments_with_key(cancelled.key()) == 0
         && sent.state == IntentState::Succeeded
         && orders == 1;
     std::fs::remove_dir_all(&dir)?;
@@ -118,4 +118,66 @@ fn order_with_payment(
         tx.rollback()?;
     }
     Ok(())
+}
+
+/// The payments API the relay calls: a route behind tower-idempotency's layer on
+/// 127.0.0.1 (a key executes once; a retry gets the stored answer). It wants the
+/// credential the relay adds (the journal never stores it), and records each
+/// payment's key.
+struct PaymentsApi {
+    url: String,
+    made: Arc<Mutex<Vec<String>>>,
+}
+
+impl PaymentsApi {
+    async fn start() -> Result<Self, Box<dyn std::error::Error>> {
+        let made = Arc::new(Mutex::new(Vec::new()));
+        let recorded = Arc::clone(&made);
+        let pay = move |headers: HeaderMap| {
+            let recorded = Arc::clone(&recorded);
+            async move {
+                let signed = headers
+                    .get("authorization")
+                    .is_some_and(|value| value == "Bearer sk_test_example");
+                if !signed {
+                    return (StatusCode::UNAUTHORIZED, String::new());
+                }
+                let key = headers
+                    .get("idempotency-key")
+                    .and_then(|value| value.to_str().ok())
+                    .unwrap_or_default()
+                    .to_owned();
+                let mut made = recorded.lock().unwrap_or_else(|e| e.into_inner());
+                made.push(key);
+                (
+                    StatusCode::CREATED,
+                    format!(r#"{{"payment":{}}}"#, made.len()),
+                )
+            }
+        };
+        let layer = IdempotencyLayer::builder(MemoryStore::new())
+            .principal(SinglePrincipal)
+            .build()?;
+        let app = Router::new().route("/payments", post(pay).route_layer(layer));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let url = format!("http://{}/payments", listener.local_addr()?);
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Ok(Self { url, made })
+    }
+
+    fn payments(&self) -> usize {
+        self.made.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    fn payments_with_key(&self, key: &str) -> usize {
+        let made = self.made.lock().unwrap_or_else(|e| e.into_inner());
+        made.iter().filter(|made| made.as_str() == key).count()
+    }
+
+    /// Waits until `n` payments were made (the caller bounds the wait).
+    async fn wait_for_payments(&self, n: usize) {
+        while self.payments() < n {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
 }

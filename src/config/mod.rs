@@ -31,6 +31,7 @@ mod choice;
 mod duration;
 mod env;
 mod error;
+mod gate_switch;
 mod gates_table;
 mod kind;
 mod message;

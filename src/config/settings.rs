@@ -19,19 +19,23 @@ use serde::{Deserialize, Serialize, Serializer};
 use super::choice::{KeyAttachmentSetting, KeyFormatSetting, Strategy};
 use super::duration::{DurationText, LimitText};
 use super::error::ConfigError;
+use super::gate_switch;
 use super::kind::{status_set, Kind};
 use super::origins::Origins;
 use super::row::{apply_if_set, settings_table, Applies, Row};
 
 /// Every key's row: the top-level keys, then the `backoff` table's, then `budget`
-/// and the `budget` table's, then the `breaker` and `throttle` tables'.
+/// and the `budget` table's, then `breaker` and its table's, `throttle` and its
+/// table's.
 pub(super) fn rows() -> impl Iterator<Item = &'static Row<RetryPolicyConfig>> {
     RetryPolicyConfig::ROWS
         .iter()
         .chain(BackoffConfig::ROWS)
         .chain(BUDGET)
         .chain(BudgetSettings::ROWS)
+        .chain(gate_switch::BREAKER)
         .chain(BreakerSettings::ROWS)
+        .chain(gate_switch::THROTTLE)
         .chain(ThrottleSettings::ROWS)
 }
 
@@ -250,9 +254,17 @@ settings_table! {
         backoff: Option<BackoffConfig>,
         #[serde(skip_serializing_if = "Option::is_none")]
         budget: Option<BudgetConfig>,
-        #[serde(skip_serializing_if = "Option::is_none")]
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            deserialize_with = "super::gate_switch::table_or_on"
+        )]
         breaker: Option<BreakerSettings>,
-        #[serde(skip_serializing_if = "Option::is_none")]
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            deserialize_with = "super::gate_switch::table_or_on"
+        )]
         throttle: Option<ThrottleSettings>,
         /// The environment variable that set each setting, so that an error found
         /// only when the policy is built still names the variable.

@@ -59,6 +59,8 @@ type GateGetter = fn(&RetryPolicyConfig) -> String;
 
 /// How each gate key reads back: adding a key to a gate's table adds its line here.
 const GATE_READ_BACK: &[(&str, GateGetter)] = &[
+    ("breaker", |c| c.breaker.is_some().to_string()),
+    ("throttle", |c| c.throttle.is_some().to_string()),
     ("breaker.failure_ratio", |c| {
         breaker_of(c).failure_ratio().to_string()
     }),

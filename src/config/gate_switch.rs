@@ -1,0 +1,80 @@
+//! `breaker = "on"` / `throttle = "on"` (and `{PREFIX}_BREAKER=on`): a gate with its
+//! builder's defaults, for an operator who only needs to switch it on. A table of
+//! the gate's keys says the same and sets them too.
+
+use serde::{Deserialize, Deserializer};
+
+use super::error::ConfigError;
+use super::row::{Applies, Row};
+use super::settings::RetryPolicyConfig;
+
+/// A gate's key: `"on"`, or the table of its settings.
+pub(super) fn table_or_on<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Written<T> {
+        Switch(String),
+        Table(T),
+    }
+    match Written::<T>::deserialize(deserializer)? {
+        Written::Table(table) => Ok(Some(table)),
+        Written::Switch(text) if text.eq_ignore_ascii_case("on") => Ok(Some(T::default())),
+        Written::Switch(text) => Err(serde::de::Error::custom(format!(
+            r#"expected "on" or a table of the gate's keys, got "{text}""#
+        ))),
+    }
+}
+
+/// The rows that switch a gate on: `breaker` and `throttle`.
+pub(super) const BREAKER: &[Row<RetryPolicyConfig>] = &[Row {
+    path: "breaker",
+    value: r#"`"on"` for a circuit breaker with its defaults, or a table of the `breaker.*` keys"#,
+    example: r#""on""#,
+    env_form: "`on` (the `BREAKER_*` variables set its keys)",
+    read_env: |config, var, text| {
+        switch_on(var, text)?;
+        config.breaker.get_or_insert_with(Default::default);
+        Ok(())
+    },
+    layer: |over, merged| {
+        if over.breaker.is_some() {
+            merged.breaker.get_or_insert_with(Default::default);
+        }
+    },
+    applies: Applies::WithItsTable,
+}];
+
+/// See [`BREAKER`].
+pub(super) const THROTTLE: &[Row<RetryPolicyConfig>] = &[Row {
+    path: "throttle",
+    value: r#"`"on"` for an adaptive throttle with its defaults, or a table of the `throttle.*` keys"#,
+    example: r#""on""#,
+    env_form: "`on` (the `THROTTLE_*` variables set its keys)",
+    read_env: |config, var, text| {
+        switch_on(var, text)?;
+        config.throttle.get_or_insert_with(Default::default);
+        Ok(())
+    },
+    layer: |over, merged| {
+        if over.throttle.is_some() {
+            merged.throttle.get_or_insert_with(Default::default);
+        }
+    },
+    applies: Applies::WithItsTable,
+}];
+
+/// A switch's variable says `on`; anything else is an error naming it.
+fn switch_on(var: &str, text: &str) -> Result<(), ConfigError> {
+    if text.eq_ignore_ascii_case("on") {
+        return Ok(());
+    }
+    Err(ConfigError::InvalidValue {
+        field: var.to_owned(),
+        value: text.to_owned(),
+        expected: format!(r#""on" (set {var}_* for the gate's own settings)"#),
+    })
+}
