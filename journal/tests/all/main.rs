@@ -10,6 +10,7 @@ mod files;
 #[cfg(feature = "postgres")]
 mod fleet;
 mod migrations;
+mod one_file;
 mod outbox;
 mod outbox_outage;
 #[cfg(feature = "postgres")]
