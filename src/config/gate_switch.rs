@@ -5,8 +5,6 @@
 use serde::{Deserialize, Deserializer};
 
 use super::error::ConfigError;
-use super::row::{Applies, Row};
-use super::settings::RetryPolicyConfig;
 
 /// A gate's key: `"on"`, or the table of its settings.
 pub(super) fn table_or_on<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
@@ -29,46 +27,8 @@ where
     }
 }
 
-/// The rows that switch a gate on: `breaker` and `throttle`.
-pub(super) const BREAKER: &[Row<RetryPolicyConfig>] = &[Row {
-    path: "breaker",
-    value: r#"`"on"` for a circuit breaker with its defaults, or a table of the `breaker.*` keys"#,
-    example: r#""on""#,
-    env_form: "`on` (the `BREAKER_*` variables set its keys)",
-    read_env: |config, var, text| {
-        switch_on(var, text)?;
-        config.breaker.get_or_insert_with(Default::default);
-        Ok(())
-    },
-    layer: |over, merged| {
-        if over.breaker.is_some() {
-            merged.breaker.get_or_insert_with(Default::default);
-        }
-    },
-    applies: Applies::WithItsTable,
-}];
-
-/// See [`BREAKER`].
-pub(super) const THROTTLE: &[Row<RetryPolicyConfig>] = &[Row {
-    path: "throttle",
-    value: r#"`"on"` for an adaptive throttle with its defaults, or a table of the `throttle.*` keys"#,
-    example: r#""on""#,
-    env_form: "`on` (the `THROTTLE_*` variables set its keys)",
-    read_env: |config, var, text| {
-        switch_on(var, text)?;
-        config.throttle.get_or_insert_with(Default::default);
-        Ok(())
-    },
-    layer: |over, merged| {
-        if over.throttle.is_some() {
-            merged.throttle.get_or_insert_with(Default::default);
-        }
-    },
-    applies: Applies::WithItsTable,
-}];
-
 /// A switch's variable says `on`; anything else is an error naming it.
-fn switch_on(var: &str, text: &str) -> Result<(), ConfigError> {
+pub(super) fn switch_on(var: &str, text: &str) -> Result<(), ConfigError> {
     if text.eq_ignore_ascii_case("on") {
         return Ok(());
     }

@@ -33,9 +33,9 @@ pub(super) fn rows() -> impl Iterator<Item = &'static Row<RetryPolicyConfig>> {
         .chain(BackoffConfig::ROWS)
         .chain(BUDGET)
         .chain(BudgetSettings::ROWS)
-        .chain(gate_switch::BREAKER)
+        .chain(BREAKER)
         .chain(BreakerSettings::ROWS)
-        .chain(gate_switch::THROTTLE)
+        .chain(THROTTLE)
         .chain(ThrottleSettings::ROWS)
 }
 
@@ -410,6 +410,44 @@ const BUDGET: &[Row<RetryPolicyConfig>] = &[Row {
     layer: |over, merged| {
         if over.budget == Some(BudgetConfig::Unlimited) {
             merged.budget = Some(BudgetConfig::Unlimited);
+        }
+    },
+    applies: Applies::WithItsTable,
+}];
+
+/// The rows that switch a gate on: `breaker` and `throttle`.
+const BREAKER: &[Row<RetryPolicyConfig>] = &[Row {
+    path: "breaker",
+    value: r#"`"on"` for a circuit breaker with its defaults, or a table of the `breaker.*` keys"#,
+    example: r#""on""#,
+    env_form: "`on` (the `BREAKER_*` variables set its keys)",
+    read_env: |config, var, text| {
+        gate_switch::switch_on(var, text)?;
+        config.breaker.get_or_insert_with(Default::default);
+        Ok(())
+    },
+    layer: |over, merged| {
+        if over.breaker.is_some() {
+            merged.breaker.get_or_insert_with(Default::default);
+        }
+    },
+    applies: Applies::WithItsTable,
+}];
+
+/// See [`BREAKER`].
+const THROTTLE: &[Row<RetryPolicyConfig>] = &[Row {
+    path: "throttle",
+    value: r#"`"on"` for an adaptive throttle with its defaults, or a table of the `throttle.*` keys"#,
+    example: r#""on""#,
+    env_form: "`on` (the `THROTTLE_*` variables set its keys)",
+    read_env: |config, var, text| {
+        gate_switch::switch_on(var, text)?;
+        config.throttle.get_or_insert_with(Default::default);
+        Ok(())
+    },
+    layer: |over, merged| {
+        if over.throttle.is_some() {
+            merged.throttle.get_or_insert_with(Default::default);
         }
     },
     applies: Applies::WithItsTable,

@@ -11,7 +11,7 @@
 
 use rusqlite::{Connection, Transaction};
 
-use super::migrate::record_version;
+use super::version_record::record_version;
 use crate::error::{BoxError, SchemaError};
 use crate::migrations::Schema;
 

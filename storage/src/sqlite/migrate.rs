@@ -2,6 +2,7 @@
 
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 
+use super::version_record::record_version;
 use crate::error::{BoxError, SchemaError};
 use crate::migrations::{Schema, VersionRecord};
 
@@ -164,29 +165,6 @@ fn current_version(tx: &Transaction<'_>, record: VersionRecord) -> rusqlite::Res
                 row.get(0)
             })
         }
-    }
-}
-
-pub(super) fn record_version(
-    tx: &Transaction<'_>,
-    record: VersionRecord,
-    version: u32,
-    step: &str,
-) -> rusqlite::Result<()> {
-    match record {
-        VersionRecord::UserVersion => tx.pragma_update(None, "user_version", version),
-        VersionRecord::Table { name, names: true } => tx
-            .execute(
-                &format!("INSERT INTO {name} (version, name) VALUES (?1, ?2)"),
-                rusqlite::params![version, step],
-            )
-            .map(drop),
-        VersionRecord::Table { name, names: false } => tx
-            .execute(
-                &format!("INSERT INTO {name} (version) VALUES (?1)"),
-                [version],
-            )
-            .map(drop),
     }
 }
 

@@ -8,6 +8,7 @@ mod busy;
 mod file;
 mod integrity;
 mod migrate;
+mod version_record;
 mod wal;
 
 pub use busy::is_busy;
