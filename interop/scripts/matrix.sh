@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The full form of the interop matrix: the client, the layer and the journal on
 # their defaults × three servers × four situations, RUNS runs per cell (CI runs
-# 1), once per seed, each seed printing its table of cells × (runs, effects,
+# 3), once per seed, each seed printing its table of cells × (runs, effects,
 # doubles, lost, unknowns, avoidable unknowns, worst time).
 # RUNS=n, SEEDS="40 41 ..." and SERVERS=memory,sqlite,postgres change the run.
 set -uo pipefail

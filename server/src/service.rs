@@ -21,7 +21,7 @@ use crate::record::Completion;
 use crate::refusal::RefusalKind;
 use crate::respond::{ClaimedByLayer, Refused};
 use crate::shared::Shared;
-use crate::store::{Claim, ClaimToken};
+use crate::store::{Claim, ClaimRequest, ClaimToken};
 
 /// The service [`IdempotencyLayer`](crate::IdempotencyLayer) wraps a handler in.
 #[derive(Clone)]
@@ -99,39 +99,58 @@ where
     ResB: Body<Data = Bytes> + Send + 'static,
     ResB::Error: Into<BoxError>,
 {
-    let (mut parts, bytes, claim) = match admit(&shared, request).await {
+    let (parts, bytes, claim) = match admit(&shared, request).await {
         Admitted::Keyed { parts, body, claim } => (parts, body, claim),
         Admitted::Unkeyed(request) => return Ok(inner.call(request).await?.map(boxed)),
         Admitted::Refused(response) => return Ok(response),
     };
     let span = tracing::debug_span!("idempotency", key = %claim.scope, method = %parts.method);
-    let token = match shared.store.claim(&claim).instrument(span.clone()).await {
+    let keyed = claim_and_execute(Arc::clone(&shared), inner, parts, bytes, claim).instrument(span);
+    // Detached from the connection: when the client's attempt timeout closes it, this
+    // future is dropped, but the key may be claimed and the handler may already have
+    // had its effect. Run to the end: the result is kept and the retry replays it; the
+    // key is never left "in progress" with nothing running (nor freed early, which
+    // could repeat the effect).
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return keyed.await;
+    };
+    match runtime.spawn(keyed).await {
+        Ok(result) => result,
+        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+        // The runtime is shutting down: a claim lapses with its lease.
+        Err(_) => Ok(shared.refuse(RefusalKind::StoreUnavailable, Some(Duration::from_secs(1)))),
+    }
+}
+
+/// Claims the key: answers for a key someone else holds or finished, else runs the
+/// handler.
+async fn claim_and_execute<S, ReqB, ResB>(
+    shared: Arc<Shared>,
+    inner: S,
+    mut parts: http::request::Parts,
+    bytes: Bytes,
+    claim: ClaimRequest,
+) -> Result<Response<ResponseBody>, S::Error>
+where
+    S: Service<Request<ReqB>, Response = Response<ResB>>,
+    ReqB: From<Bytes>,
+    ResB: Body<Data = Bytes> + Send + 'static,
+    ResB::Error: Into<BoxError>,
+{
+    let token = match shared.store.claim(&claim).await {
         Ok(Claim::Acquired { token, reclaimed }) => {
             shared.counters.claimed(reclaimed);
-            span.in_scope(|| tracing::debug!(reclaimed, "key claimed"));
+            tracing::debug!(reclaimed, "key claimed");
             token
         }
         Ok(Claim::Existing(existing)) => {
-            return Ok(span.in_scope(|| shared.answer(&existing, &claim.fingerprint, claim.now)));
+            return Ok(shared.answer(&existing, &claim.fingerprint, claim.now));
         }
-        Err(error) => return Ok(span.in_scope(|| shared.store_unavailable(&error))),
+        Err(error) => return Ok(shared.store_unavailable(&error)),
     };
     parts.extensions.insert(ClaimedByLayer(claim.scope));
     let request = Request::from_parts(parts, ReqB::from(bytes));
-    let run = execute(Arc::clone(&shared), inner, request, token).instrument(span);
-    // Detached from the connection: when the client's attempt timeout closes it, this
-    // future is dropped, but the handler may already have had its effect. Run to the
-    // end, the result is kept and the retry replays it; the key is never left "in
-    // progress" with nothing running (nor freed early, which could repeat the effect).
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        return run.await;
-    };
-    match runtime.spawn(run).await {
-        Ok(result) => result,
-        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
-        // The runtime is shutting down: the claim lapses with its lease.
-        Err(_) => Ok(shared.refuse(RefusalKind::StoreUnavailable, Some(Duration::from_secs(1)))),
-    }
+    execute(shared, inner, request, token).await
 }
 
 /// Runs the handler for a claimed key, then keeps its response or frees the key.
