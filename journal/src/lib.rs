@@ -153,6 +153,7 @@ macro_rules! pg_now_ms {
 }
 
 mod backlog;
+mod delivery;
 mod durable;
 mod error;
 mod headers;
