@@ -4,7 +4,8 @@
 //!
 //! Each check takes a fresh, empty store and panics (with `assert!`) when the
 //! store breaks the contract: fencing, disjoint claims, expiry, takeover by a new
-//! incarnation, retention (prune), the backlog counts and the list cursor.
+//! incarnation, retention (prune), the backlog counts, the list cursor, and
+//! the delivery of results until they are acknowledged.
 //! [`run_all`] runs every check, each on a fresh store from your factory:
 //!
 //! ```no_run
@@ -20,6 +21,13 @@
 //! milliseconds); leases that must not end are an hour long.
 
 #![allow(clippy::missing_panics_doc)]
+
+mod delivery;
+
+pub use delivery::{
+    only_one_of_concurrent_acknowledgements_is_the_first,
+    results_are_listed_oldest_first_until_acknowledged,
+};
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -65,6 +73,8 @@ where
     a_new_incarnation_takes_back_its_predecessors_leases_at_once(fresh().await).await;
     backlog_counts_due_leased_and_waiting(fresh().await).await;
     list_pages_follow_the_cursor(fresh().await).await;
+    results_are_listed_oldest_first_until_acknowledged(fresh().await).await;
+    only_one_of_concurrent_acknowledgements_is_the_first(fresh().await).await;
 }
 
 fn unknown_now() -> Outcome {

@@ -98,6 +98,29 @@ pub enum JournalError {
         #[source]
         marker: reqwest_resilience::CommitOutcomeUnknown,
     },
+    /// An acknowledgement named a key no intent has: never journaled, or
+    /// pruned since.
+    #[error("no intent with key {key_prefix}… is journaled")]
+    UnknownKey {
+        /// The first characters of the key.
+        key_prefix: String,
+    },
+    /// An acknowledgement named an intent with no result yet: it is still
+    /// `queued`, `in_flight` or `unknown`. Nothing was acknowledged.
+    #[error("intent {key_prefix}… has no result to acknowledge yet: it is {state}")]
+    NotTerminal {
+        /// The first characters of the key.
+        key_prefix: String,
+        /// Where the intent stands.
+        state: crate::state::IntentState,
+    },
+    /// The store does not implement this operation: a [`JournalStore`](crate::JournalStore)
+    /// written before the operation existed, relying on the trait's default.
+    #[error("this journal store does not support {operation}")]
+    Unsupported {
+        /// The operation (`"unacknowledged"`, `"acknowledge"`).
+        operation: &'static str,
+    },
     /// A configuration value was rejected.
     #[error("invalid journal configuration: {0}")]
     InvalidConfig(String),
@@ -196,6 +219,19 @@ impl JournalError {
         Self::KeyInUse {
             key_prefix: key_prefix(key),
             why,
+        }
+    }
+
+    pub(crate) fn unknown_key(key: &str) -> Self {
+        Self::UnknownKey {
+            key_prefix: key_prefix(key),
+        }
+    }
+
+    pub(crate) fn not_terminal(key: &str, state: crate::state::IntentState) -> Self {
+        Self::NotTerminal {
+            key_prefix: key_prefix(key),
+            state,
         }
     }
 

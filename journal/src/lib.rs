@@ -55,6 +55,13 @@
 //! A [`Resumer`] is the relay that sends it after commit; see the module docs of
 //! [`OutboxIntent`] and the README.
 //!
+//! Every terminal result then stays [unacknowledged](Journal::unacknowledged)
+//! until the application acknowledges it — best inside its own transaction on
+//! the journal's database (`acknowledge_rusqlite`, `acknowledge_tokio_postgres`,
+//! `acknowledge_sqlx`), applying the result only when that acknowledgement is
+//! the first: [`Resumer::on_result`] is the fast path, a catch-up at start-up
+//! finds what a crash lost, and the result is applied exactly once.
+//!
 //! # State machine
 //!
 //! ```text
@@ -153,6 +160,7 @@ macro_rules! pg_now_ms {
 }
 
 mod backlog;
+mod delivery;
 mod durable;
 mod error;
 mod headers;

@@ -29,6 +29,7 @@ pub(crate) const SQLITE: Schema = Schema::new(
         migration!("sqlite", 1, "0001_initial"),
         migration!("sqlite", 2, "0002_worker_incarnation"),
         migration!("sqlite", 3, "0003_outbox_queued"),
+        migration!("sqlite", 4, "0004_acknowledged"),
     ],
 );
 
@@ -43,6 +44,7 @@ pub(crate) const POSTGRES: Schema = Schema::new(
         migration!("postgres", 1, "0001_initial"),
         migration!("postgres", 2, "0002_worker_incarnation"),
         migration!("postgres", 3, "0003_outbox_queued"),
+        migration!("postgres", 4, "0004_acknowledged"),
     ],
 );
 

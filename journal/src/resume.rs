@@ -190,7 +190,18 @@ impl Resumer {
     }
 
     /// Called once per resumed intent with its outcome, after the outcome was
-    /// written (or failed to be). Runs on the resuming task: keep it short.
+    /// written (or failed to be). Runs on the resuming task: keep it short —
+    /// an async update (tokio-postgres, sqlx) is `tokio::spawn`ed from here.
+    ///
+    /// This is the fast path, and on its own at most once: a crash after the
+    /// result was written and before the application's update loses it. Every
+    /// terminal result also stays [unacknowledged](Journal::unacknowledged)
+    /// until the application acknowledges it, so a catch-up at start-up finds
+    /// what a crash lost: the hook and the catch-up together deliver each
+    /// result at least once, and acknowledging inside the application's
+    /// transaction (`acknowledge_rusqlite`, `acknowledge_tokio_postgres`, applying only when
+    /// it returns `true`) makes it exactly once for the application. See the
+    /// README's "Outbox".
     pub fn on_result(mut self, hook: impl Fn(&ResumeResult<'_>) + Send + Sync + 'static) -> Self {
         self.on_result = Some(Arc::new(hook));
         self

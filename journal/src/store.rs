@@ -106,6 +106,45 @@ pub trait JournalStore: Send + Sync + 'static {
     /// how many.
     fn prune<'a>(&'a self, older_than: Duration) -> StoreFuture<'a, u64>;
 
+    /// Up to `limit` terminal intents (`succeeded`, `failed`, `abandoned`)
+    /// whose result was not acknowledged yet, oldest result first (by the time
+    /// it was recorded, then key). Every terminal result is unacknowledged
+    /// until [`acknowledge`](Self::acknowledge)d.
+    ///
+    /// The default fails with [`JournalError::Unsupported`]: a store written
+    /// before acknowledgements still compiles, and says so when asked.
+    ///
+    /// # Errors
+    /// [`JournalError::Storage`] or [`JournalError::InvalidRecord`].
+    fn unacknowledged(&self, limit: usize) -> StoreFuture<'_, Vec<IntentRecord>> {
+        let _ = limit;
+        Box::pin(async {
+            Err(JournalError::Unsupported {
+                operation: "unacknowledged",
+            })
+        })
+    }
+
+    /// Acknowledges the result of the terminal intent `key`: it is no longer
+    /// listed by [`unacknowledged`](Self::unacknowledged). `true` when this
+    /// call acknowledged it, `false` when it already was. Never changes the
+    /// intent's state, fence or `updated_at`.
+    ///
+    /// The default fails with [`JournalError::Unsupported`].
+    ///
+    /// # Errors
+    /// [`JournalError::UnknownKey`] when no intent has this key;
+    /// [`JournalError::NotTerminal`] when it is still open (nothing changed);
+    /// [`JournalError::Storage`].
+    fn acknowledge<'a>(&'a self, key: &'a str) -> StoreFuture<'a, bool> {
+        let _ = key;
+        Box::pin(async {
+            Err(JournalError::Unsupported {
+                operation: "acknowledge",
+            })
+        })
+    }
+
     /// Tells the relays of other processes that an intent may be due now (an
     /// outbox enqueue committed). The default does nothing: they find it at
     /// their next poll.

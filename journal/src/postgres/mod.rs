@@ -15,6 +15,7 @@
 //! than the built-in `pg_advisory_xact_lock`.
 
 mod connection;
+mod delivery;
 mod driver;
 mod listen;
 mod migrate;
@@ -455,6 +456,14 @@ impl JournalStore for PostgresStore {
                 .await?;
             Ok(updated > 0)
         })
+    }
+
+    fn unacknowledged(&self, limit: usize) -> StoreFuture<'_, Vec<IntentRecord>> {
+        Box::pin(self.unacknowledged_page(limit))
+    }
+
+    fn acknowledge<'a>(&'a self, key: &'a str) -> StoreFuture<'a, bool> {
+        Box::pin(self.acknowledge_now(key))
     }
 
     fn announce(&self) -> StoreFuture<'_, ()> {

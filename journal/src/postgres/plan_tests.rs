@@ -12,11 +12,12 @@ use super::queries::{ABANDON, GET, RECORD, TAKE_OVER};
 use crate::throwaway_postgres::{Durability, ThrowawayPostgres};
 
 /// The statements that find one row by key.
-const BY_KEY: [(&str, &str); 4] = [
+const BY_KEY: [(&str, &str); 5] = [
     ("record", RECORD),
     ("take_over", TAKE_OVER),
     ("get", GET),
     ("abandon", ABANDON),
+    ("acknowledge", crate::delivery::POSTGRES_ACKNOWLEDGE),
 ];
 
 fn params(sql: &str) -> usize {

@@ -184,6 +184,8 @@ pub(super) struct Statements {
     pub(super) abandon: Statement,
     pub(super) prune: Statement,
     pub(super) announce: Statement,
+    pub(super) unacknowledged: Statement,
+    pub(super) acknowledge: Statement,
 }
 
 impl Statements {
@@ -199,6 +201,12 @@ impl Statements {
             abandon: client.prepare(ABANDON).await?,
             prune: client.prepare(PRUNE).await?,
             announce: client.prepare(ANNOUNCE).await?,
+            unacknowledged: client
+                .prepare(crate::delivery::POSTGRES_UNACKNOWLEDGED)
+                .await?,
+            acknowledge: client
+                .prepare(crate::delivery::POSTGRES_ACKNOWLEDGE)
+                .await?,
         })
     }
 }

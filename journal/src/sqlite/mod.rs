@@ -6,6 +6,7 @@
 //! the same intent (the second waits on the busy timeout).
 
 mod adopt;
+mod delivery;
 mod queries;
 mod shape;
 
@@ -499,6 +500,14 @@ impl JournalStore for SqliteStore {
                 .map_err(JournalError::storage)?;
             Ok(updated > 0)
         })
+    }
+
+    fn unacknowledged(&self, limit: usize) -> StoreFuture<'_, Vec<IntentRecord>> {
+        self.unacknowledged_page(limit)
+    }
+
+    fn acknowledge<'a>(&'a self, key: &'a str) -> StoreFuture<'a, bool> {
+        self.acknowledge_now(key)
     }
 
     fn prune<'a>(&'a self, older_than: Duration) -> StoreFuture<'a, u64> {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use reqwest_resilience_journal::rusqlite::Connection;
 use reqwest_resilience_journal::{IntentState, JournalError, JournalStore, SqliteStore, Worker};
 
-use crate::support::schema::{all_steps, journal_versions, user_version};
+use crate::support::schema::{all_steps, journal_versions, user_version, LATEST};
 use crate::support::sqlite_path;
 
 /// The SQLite migrations as they shipped; an older release ran the first
@@ -57,7 +57,7 @@ fn runtime() -> tokio::runtime::Runtime {
 /// journal holding the old row, claimable, and that `queued` is now allowed.
 fn open_and_check(path: &PathBuf, case: &str) {
     let store = SqliteStore::open(path).unwrap_or_else(|error| panic!("{case}: {error}"));
-    assert_eq!(store.schema_version().unwrap(), 3, "{case}");
+    assert_eq!(store.schema_version().unwrap(), LATEST, "{case}");
     runtime().block_on(async {
         let row = store.get("old-1").await.unwrap().expect("the old row");
         assert_eq!(row.state, IntentState::Unknown, "{case}");
@@ -207,7 +207,7 @@ fn an_old_journal_opened_on_several_connections_at_once_is_adopted_once() {
         .collect();
     for open in opens {
         let version = open.join().unwrap().expect("opened").expect("version");
-        assert_eq!(version, 3);
+        assert_eq!(version, LATEST);
     }
     assert_eq!(journal_versions(&path), all_steps(), "each version once");
     assert_eq!(user_version(&path), 2);

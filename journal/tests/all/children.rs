@@ -18,6 +18,8 @@ async fn child_entry() {
         "commit_loop" => commit_loop_child().await,
         "restart" => crate::restart::restart_child().await,
         "outbox_relay" => crate::outbox_processes::relay_child().await,
+        "delivery_relay" => crate::delivery_crash::relay_child().await,
+        "delivery_catch_up" => crate::delivery_crash::catch_up_child().await,
         #[cfg(feature = "postgres")]
         "fleet" => crate::fleet::worker_process().await,
         other => panic!("unknown child role {other}"),

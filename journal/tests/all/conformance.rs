@@ -19,6 +19,8 @@ crate::on_both_backends!(
     a_new_incarnation_takes_back_its_predecessors_leases_at_once,
     backlog_counts_due_leased_and_waiting,
     list_pages_follow_the_cursor,
+    results_are_listed_oldest_first_until_acknowledged,
+    only_one_of_concurrent_acknowledgements_is_the_first,
 );
 
 /// The entry point a third backend calls runs every check (here on SQLite in
@@ -31,5 +33,5 @@ async fn run_all_runs_every_check_on_fresh_stores() {
         async { SqliteStore::open_in_memory().unwrap() }
     })
     .await;
-    assert_eq!(made, 14, "one fresh store per check");
+    assert_eq!(made, 16, "one fresh store per check");
 }

@@ -5,6 +5,8 @@ mod children;
 mod commit_faults;
 mod conformance;
 mod crash;
+mod delivery;
+mod delivery_crash;
 mod durable;
 mod files;
 #[cfg(feature = "postgres")]

@@ -5,12 +5,13 @@
 
 use std::time::Duration;
 
-use reqwest_resilience_journal::{IntentState, JournalError, JournalStore, SqliteStore, Worker};
+use reqwest_resilience_journal::{
+    Claimed, IntentState, JournalError, JournalStore, Outcome, SqliteStore, Worker,
+};
 
 use crate::support::sqlite_path;
 
-/// The latest schema version this crate knows.
-const LATEST: u32 = 3;
+use crate::support::schema::LATEST;
 
 /// The first schema, exactly as releases before versioning created it.
 const SQLITE_V1: &str = include_str!("../../migrations/sqlite/0001_initial.sql");
@@ -24,6 +25,35 @@ const V1_ROW: &str = "INSERT INTO journal_intents (key, key_on_wire, method, url
     X'7B7D', 5000, 9999999999999, 'unknown', 'worker-old', NULL, 3, 3, 1000,
     NULL, NULL, 'response lost', 1000, 1000)";
 
+/// A result recorded under the first schema, before acknowledgements existed.
+fn v1_result() -> String {
+    V1_ROW
+        .replace("'old-1'", "'old-paid'")
+        .replace("'unknown'", "'succeeded'")
+}
+
+/// Results from before version 4 count as delivered; one recorded after the
+/// upgrade is listed until acknowledged.
+async fn only_new_results_are_unacknowledged(store: &impl JournalStore, claimed: &Claimed) {
+    assert!(
+        store.unacknowledged(10).await.unwrap().is_empty(),
+        "a result from before the upgrade counts as acknowledged"
+    );
+    let paid = Outcome::Succeeded {
+        status: 201,
+        locator: None,
+    };
+    store.record(&claimed.lease, &paid).await.unwrap();
+    let listed: Vec<_> = store
+        .unacknowledged(10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|record| record.key)
+        .collect();
+    assert_eq!(listed, ["old-1"]);
+}
+
 #[test]
 fn a_first_schema_sqlite_journal_is_upgraded_in_place() {
     let path = sqlite_path("v1");
@@ -31,6 +61,7 @@ fn a_first_schema_sqlite_journal_is_upgraded_in_place() {
         let v1 = rusqlite::Connection::open(&path).unwrap();
         v1.execute_batch(SQLITE_V1).unwrap();
         v1.execute(V1_ROW, []).unwrap();
+        v1.execute(&v1_result(), []).unwrap();
         let version: u32 = v1
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
@@ -71,6 +102,7 @@ fn a_first_schema_sqlite_journal_is_upgraded_in_place() {
             claimed[0].record.incarnation.as_deref(),
             Some(Worker::this_process_incarnation())
         );
+        only_new_results_are_unacknowledged(&store, &claimed[0]).await;
     });
     drop(store);
     // Opening again applies nothing and keeps the version.
@@ -106,7 +138,7 @@ fn a_journal_from_a_newer_crate_is_refused() {
     rusqlite::Connection::open(&path)
         .unwrap()
         .execute(
-            "INSERT INTO journal_schema_versions (version, name) VALUES (?1, '0004_future')",
+            "INSERT INTO journal_schema_versions (version, name) VALUES (?1, '0005_future')",
             [LATEST + 1],
         )
         .unwrap();
@@ -158,8 +190,12 @@ mod postgres {
             .replace("0D0A'", "0D0A'::bytea")
             .replace("X'7B7D'", "'\\x7B7D'::bytea");
         v1.batch_execute(&row).await.unwrap();
+        let result = row
+            .replace("'old-1'", "'old-paid'")
+            .replace("'unknown'", "'succeeded'");
+        v1.batch_execute(&result).await.unwrap();
         let store = PostgresStore::connect(&conninfo).await.unwrap();
-        assert_eq!(versions(&conninfo).await, [1, 2, 3]);
+        assert_eq!(versions(&conninfo).await, [1, 2, 3, 4]);
         let row = store.get("old-1").await.unwrap().expect("the old row");
         assert_eq!((row.state, row.fence), (IntentState::Unknown, 3));
         assert_eq!(row.incarnation, None);
@@ -168,9 +204,10 @@ mod postgres {
             .await
             .unwrap();
         assert_eq!(claimed.len(), 1);
+        only_new_results_are_unacknowledged(&store, &claimed[0]).await;
         drop(store);
         PostgresStore::connect(&conninfo).await.unwrap();
-        assert_eq!(versions(&conninfo).await, [1, 2, 3], "each step once");
+        assert_eq!(versions(&conninfo).await, [1, 2, 3, 4], "each step once");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -187,7 +224,7 @@ mod postgres {
         for connect in connects {
             connect.await.unwrap().expect("connected and migrated");
         }
-        assert_eq!(versions(&conninfo).await, [1, 2, 3]);
+        assert_eq!(versions(&conninfo).await, [1, 2, 3, 4]);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,7 +12,7 @@ use reqwest_resilience_journal::rusqlite::Connection;
 use reqwest_resilience_journal::{JournalStore, NewIntent, SqliteStore, Worker};
 use rusqlite_migration::{Migrations, M};
 
-use crate::support::schema::{all_steps, journal_versions, user_version};
+use crate::support::schema::{all_steps, journal_versions, user_version, LATEST};
 use crate::support::sqlite_path;
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -39,7 +39,7 @@ fn holds(store: &SqliteStore, key: &str) -> bool {
 /// own table.
 fn open_journal(path: &Path, case: &str) -> SqliteStore {
     let store = SqliteStore::open(path).unwrap_or_else(|error| panic!("{case}: {error}"));
-    assert_eq!(store.schema_version().unwrap(), 3, "{case}");
+    assert_eq!(store.schema_version().unwrap(), LATEST, "{case}");
     assert_eq!(journal_versions(path), all_steps(), "{case}");
     store
 }

@@ -7,6 +7,7 @@ pub mod pg;
 pub mod proxy;
 pub mod schema;
 pub mod server;
+pub mod shop;
 
 use reqwest_resilience_journal::SqliteStore;
 

@@ -38,12 +38,16 @@ pub fn journal_versions(path: &Path) -> Vec<(u32, String)> {
     rows.collect::<Result<_, _>>().unwrap()
 }
 
+/// The latest schema version this crate knows.
+pub const LATEST: u32 = 4;
+
 /// The steps a journal at the latest version records.
 pub fn all_steps() -> Vec<(u32, String)> {
     [
         "0001_initial",
         "0002_worker_incarnation",
         "0003_outbox_queued",
+        "0004_acknowledged",
     ]
     .iter()
     .zip(1..)
