@@ -106,7 +106,7 @@ pub struct AttemptFinished<'a> {
 }
 
 impl<'a> AttemptFinished<'a> {
-    /// Identifies the intent (see [`IntentStart::intent_id`]).
+    /// Identifies the intent (see [`IntentStart::intent_id`](crate::IntentStart::intent_id)).
     pub fn intent_id(&self) -> RequestId {
         self.intent_id
     }
@@ -151,7 +151,7 @@ pub struct RetryScheduled<'a> {
 }
 
 impl<'a> RetryScheduled<'a> {
-    /// Identifies the intent (see [`IntentStart::intent_id`]).
+    /// Identifies the intent (see [`IntentStart::intent_id`](crate::IntentStart::intent_id)).
     pub fn intent_id(&self) -> RequestId {
         self.intent_id
     }
@@ -198,7 +198,7 @@ pub struct IntentEnd<'a> {
 }
 
 impl<'a> IntentEnd<'a> {
-    /// Identifies the intent (see [`IntentStart::intent_id`]).
+    /// Identifies the intent (see [`IntentStart::intent_id`](crate::IntentStart::intent_id)).
     pub fn intent_id(&self) -> RequestId {
         self.intent_id
     }
