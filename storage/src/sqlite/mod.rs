@@ -10,7 +10,7 @@ mod integrity;
 mod migrate;
 mod wal;
 
-pub use busy::is_busy;
+pub use busy::{is_busy, DEFAULT_BUSY_TIMEOUT};
 pub use file::{file_of, prepare_owner_only};
 pub use integrity::quick_check;
 pub use migrate::{migrate, migrate_adopting, recorded_version};
