@@ -2,8 +2,9 @@
 //!
 //! Credentials are never written: `Authorization`, `Proxy-Authorization`, `Cookie`
 //! and any header the journal was told to leave out. The resume hook signs the
-//! request again. Headers are stored in HTTP's own `name: value` line format
-//! (values may hold any byte a header value may).
+//! request again. Headers are stored through idempotency-storage's one encoder,
+//! in HTTP's own `name: value` line format (values may hold any byte a header
+//! value may), and read back through its one decoder.
 
 use http::header::{HeaderName, HeaderValue, AUTHORIZATION, COOKIE, PROXY_AUTHORIZATION};
 use http::HeaderMap;
@@ -31,33 +32,28 @@ pub(crate) fn defining_headers(
     kept
 }
 
+/// The headers as a stored column, in idempotency-storage's one form (shared
+/// with tower-idempotency: `name: value\r\n`).
 pub(crate) fn encode(headers: &HeaderMap) -> Vec<u8> {
-    let mut out = Vec::new();
-    for (name, value) in headers {
-        out.extend_from_slice(name.as_str().as_bytes());
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(value.as_bytes());
-        out.extend_from_slice(b"\r\n");
-    }
-    out
+    let pairs = headers
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.as_bytes()));
+    // `HeaderName` and `HeaderValue` never hold what the encoder refuses (a ':'
+    // in a name, a CR or LF anywhere), so there is no error to report here.
+    idempotency_storage::headers::encode(pairs)
+        .expect("http's header types hold no ':' in a name and no CR or LF")
 }
 
+/// A stored column's headers, in any form either store ever wrote (see
+/// `idempotency_storage::headers::decode`).
 pub(crate) fn decode(bytes: &[u8]) -> Result<HeaderMap, JournalError> {
-    let invalid = |what: &str| JournalError::InvalidRecord(format!("stored headers: {what}"));
+    let invalid = |what: String| JournalError::InvalidRecord(format!("stored headers: {what}"));
     let mut headers = HeaderMap::new();
-    for line in bytes.split(|&b| b == b'\n').filter(|line| !line.is_empty()) {
-        let line = line
-            .strip_suffix(b"\r")
-            .ok_or_else(|| invalid("line without CR"))?;
-        let colon = line
-            .iter()
-            .position(|&b| b == b':')
-            .ok_or_else(|| invalid("line without ':'"))?;
-        let name = HeaderName::from_bytes(&line[..colon]).map_err(|_| invalid("bad name"))?;
-        let value = line[colon + 1..]
-            .strip_prefix(b" ")
-            .unwrap_or(&line[colon + 1..]);
-        let value = HeaderValue::from_bytes(value).map_err(|_| invalid("bad value"))?;
+    for (name, value) in
+        idempotency_storage::headers::decode(bytes).map_err(|e| invalid(e.to_string()))?
+    {
+        let name = HeaderName::from_bytes(name).map_err(|_| invalid("bad name".into()))?;
+        let value = HeaderValue::from_bytes(value).map_err(|_| invalid("bad value".into()))?;
         headers.append(name, value);
     }
     Ok(headers)
@@ -103,6 +99,18 @@ mod tests {
     fn garbage_is_an_error_not_a_panic() {
         assert!(decode(b"no colon\r\n").is_err());
         assert!(decode(b"bad name: v\r\n").is_err());
-        assert!(decode(b"x: v\n").is_err());
+        assert!(decode(b"x: \x7f\r\n").is_err(), "DEL is no header byte");
+        assert!(decode(b"x: v\r\ny: cut").is_err());
+    }
+
+    #[test]
+    fn the_server_halfs_old_form_reads_as_the_same_headers() {
+        // tower-idempotency 0.1 wrote `name:value\n`; one decoder reads both.
+        let decoded = decode(b"accept:a/b\naccept:c/d\nx-empty:\n").unwrap();
+        let mut expected = HeaderMap::new();
+        expected.append("accept", HeaderValue::from_static("a/b"));
+        expected.append("accept", HeaderValue::from_static("c/d"));
+        expected.insert("x-empty", HeaderValue::from_static(""));
+        assert_eq!(decoded, expected);
     }
 }

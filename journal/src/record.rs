@@ -215,17 +215,9 @@ impl Outcome {
     }
 }
 
-pub(crate) fn to_millis(time: SystemTime) -> i64 {
-    match time.duration_since(SystemTime::UNIX_EPOCH) {
-        Ok(since) => i64::try_from(since.as_millis()).unwrap_or(i64::MAX),
-        Err(_) => 0,
-    }
-}
-
-pub(crate) fn from_millis(ms: i64) -> SystemTime {
-    SystemTime::UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0))
-}
-
-pub(crate) fn duration_millis(duration: Duration) -> i64 {
-    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
-}
+// The columns' one conversion, idempotency-storage's (shared with
+// tower-idempotency); re-exported under the journal's old names so that the
+// backends and the outbox call it unchanged.
+pub(crate) use idempotency_storage::millis::{
+    from_duration as duration_millis, from_time as to_millis, to_time as from_millis,
+};

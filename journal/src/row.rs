@@ -1,8 +1,6 @@
 //! The stored row, as both backends read it (by column name), and its
 //! conversion to a record.
 
-use std::time::Duration;
-
 use crate::error::JournalError;
 use crate::headers;
 use crate::record::{from_millis, IntentRecord};
@@ -73,7 +71,7 @@ impl RawRow {
             headers: headers::decode(&self.headers)?,
             deadline: self
                 .deadline_ms
-                .map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0))),
+                .map(idempotency_storage::millis::to_duration),
             retention_end: from_millis(self.retention_end_ms),
             state: self
                 .state

@@ -116,7 +116,7 @@ pub use store::{
 #[cfg(feature = "postgres")]
 pub use store::{EffectFuture, PostgresStore, MAX_POSTGRES_TRANSACTIONS};
 #[cfg(feature = "sqlite")]
-pub use store::{SqliteStore, DEFAULT_BUSY_TIMEOUT};
+pub use store::{SqliteStore, SqliteStoreBuilder, DEFAULT_BUSY_TIMEOUT};
 /// The PostgreSQL driver the store and the strong mode's effects use (one version for both).
 #[cfg(feature = "postgres")]
 pub use tokio_postgres;

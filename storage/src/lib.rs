@@ -16,6 +16,9 @@
 //!   `user_version`, for a file the store owns alone), and a database migrated
 //!   by a newer build refused; `sqlite::migrate_adopting` moves a store off
 //!   `user_version`, adopting the files its older builds made.
+//! * [`headers`]: the one form both stores write headers in, and a reader of
+//!   every form either ever wrote.
+//! * [`millis`]: times and durations as `i64` milliseconds, saturating.
 //! * `throwaway_postgres` (feature `test-util`): a PostgreSQL cluster on
 //!   127.0.0.1 for tests and benchmarks.
 //!
@@ -32,7 +35,9 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod error;
+pub mod headers;
 mod migrations;
+pub mod millis;
 
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]

@@ -30,8 +30,9 @@ use crate::state::IntentState::{Abandoned, Failed, InFlight, Queued, Succeeded, 
 use crate::store::{JournalStore, StoreFuture};
 use crate::worker::Worker;
 
-/// The default [`SqliteStoreBuilder::busy_timeout`].
-pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// The default [`SqliteStoreBuilder::busy_timeout`]: idempotency-storage's, the
+/// same constant tower-idempotency's `SqliteStore` opens with.
+pub use idempotency_storage::sqlite::DEFAULT_BUSY_TIMEOUT;
 
 /// A journal in one SQLite file (bundled SQLite; WAL; one writer per process).
 ///

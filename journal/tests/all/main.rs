@@ -23,5 +23,6 @@ mod restart;
 mod resume;
 mod same_key;
 mod shared_file;
+mod stored_headers;
 mod support;
 mod timeouts;

@@ -1,24 +1,15 @@
-//! How a record is kept in database columns, the same for every SQL store: times as
-//! milliseconds since the Unix epoch, headers as `name:value` lines.
-
-use std::time::{Duration, SystemTime};
+//! How a record is kept in database columns, the same for every SQL store and the
+//! same as the client's journal: times as milliseconds since the Unix epoch and
+//! headers as `name: value\r\n` lines, both through idempotency-storage's one
+//! converter and one encoder (whose decoder still reads this crate's older
+//! `name:value\n` rows).
 
 use http::{HeaderName, HeaderValue, StatusCode};
 
 use crate::record::{Completion, NotStored, StoredResponse};
 
-/// Milliseconds since the Unix epoch (the columns' unit).
-pub(crate) fn millis(time: SystemTime) -> i64 {
-    let since = time
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap_or(Duration::ZERO);
-    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
-}
-
-/// The time a [`millis`] column holds.
-pub(crate) fn time(millis: i64) -> SystemTime {
-    SystemTime::UNIX_EPOCH + Duration::from_millis(millis.max(0) as u64)
-}
+// The columns' unit, saturating (before the epoch: 0; see the module's docs).
+pub(crate) use idempotency_storage::millis::{from_time as millis, to_time as time};
 
 /// A finished row's columns as a completion.
 pub(crate) fn completion(
@@ -32,11 +23,19 @@ pub(crate) fn completion(
         .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     match (not_stored.as_deref().and_then(NotStored::parse), body) {
         (Some(reason), _) => Completion::NotStored { status, reason },
-        (None, Some(body)) => Completion::Stored(StoredResponse {
-            status,
-            headers: decode_headers(&headers.unwrap_or_default()),
-            body: body.into(),
-        }),
+        (None, Some(body)) => match decode_headers(&headers.unwrap_or_default()) {
+            Some(headers) => Completion::Stored(StoredResponse {
+                status,
+                headers,
+                body: body.into(),
+            }),
+            // Headers no build wrote (a damaged row): replaying the body without
+            // them (its content type, its location) would be a different response.
+            None => Completion::NotStored {
+                status,
+                reason: NotStored::Failed,
+            },
+        },
         // A row this build did not write: say so rather than replay an empty body.
         (None, None) => Completion::NotStored {
             status,
@@ -45,26 +44,30 @@ pub(crate) fn completion(
     }
 }
 
-/// `name:value` lines: names have no `:` and values no newline (HTTP forbids both).
+/// The headers column, in idempotency-storage's one form.
 pub(crate) fn encode_headers(headers: &[(HeaderName, HeaderValue)]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for (name, value) in headers {
-        out.extend_from_slice(name.as_str().as_bytes());
-        out.push(b':');
-        out.extend_from_slice(value.as_bytes());
-        out.push(b'\n');
-    }
-    out
+    let pairs = headers
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.as_bytes()));
+    // `HeaderName` and `HeaderValue` never hold what the encoder refuses (a ':'
+    // in a name, a CR or LF anywhere), so there is no error to report here.
+    idempotency_storage::headers::encode(pairs)
+        .expect("http's header types hold no ':' in a name and no CR or LF")
 }
 
-fn decode_headers(bytes: &[u8]) -> Vec<(HeaderName, HeaderValue)> {
-    bytes
-        .split(|&b| b == b'\n')
-        .filter_map(|line| {
-            let colon = line.iter().position(|&b| b == b':')?;
-            let name = HeaderName::from_bytes(&line[..colon]).ok()?;
-            let value = HeaderValue::from_bytes(&line[colon + 1..]).ok()?;
-            Some((name, value))
+/// The headers a column holds, in either form this crate ever wrote; `None` for
+/// bytes no build wrote.
+fn decode_headers(bytes: &[u8]) -> Option<Vec<(HeaderName, HeaderValue)>> {
+    let lines = idempotency_storage::headers::decode(bytes)
+        .map_err(|error| tracing::warn!(%error, "a stored response's headers do not read back"))
+        .ok()?;
+    lines
+        .into_iter()
+        .map(|(name, value)| {
+            Some((
+                HeaderName::from_bytes(name).ok()?,
+                HeaderValue::from_bytes(value).ok()?,
+            ))
         })
         .collect()
 }
@@ -89,7 +92,38 @@ mod tests {
                 HeaderValue::from_bytes(b"\xff\xfe").unwrap(),
             ),
         ];
-        assert_eq!(decode_headers(&encode_headers(&headers)), headers);
-        assert!(decode_headers(&encode_headers(&[])).is_empty());
+        assert_eq!(decode_headers(&encode_headers(&headers)), Some(headers));
+        assert_eq!(decode_headers(&encode_headers(&[])), Some(vec![]));
+    }
+
+    #[test]
+    fn rows_of_the_old_form_replay_and_damaged_ones_are_not_replayed() {
+        let stored = |headers: &[u8]| {
+            completion(
+                Some(201),
+                Some(headers.to_vec()),
+                Some(b"{}".to_vec()),
+                None,
+            )
+        };
+        // tower-idempotency 0.1's `name:value\n`.
+        let Completion::Stored(old) = stored(b"location:/p/1\ncontent-type:application/json\n")
+        else {
+            panic!("an old row replays")
+        };
+        assert_eq!(old.headers.len(), 2);
+        assert_eq!(old.headers[0].1, "/p/1");
+        for damaged in [&b"location:/p/1"[..], b"no colon\n", b"x: \x7f\r\n"] {
+            assert!(
+                matches!(
+                    stored(damaged),
+                    Completion::NotStored {
+                        reason: NotStored::Failed,
+                        ..
+                    }
+                ),
+                "{damaged:?}"
+            );
+        }
     }
 }

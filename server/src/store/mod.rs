@@ -21,7 +21,7 @@ pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 pub use postgres::{EffectFuture, PostgresStore, MAX_POSTGRES_TRANSACTIONS};
 #[cfg(feature = "sqlite")]
-pub use sqlite::{SqliteStore, DEFAULT_BUSY_TIMEOUT};
+pub use sqlite::{SqliteStore, SqliteStoreBuilder, DEFAULT_BUSY_TIMEOUT};
 
 use std::future::Future;
 use std::pin::Pin;

@@ -7,6 +7,8 @@ mod crash;
 mod in_progress;
 #[cfg(feature = "sqlite")]
 mod misuse;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod old_schema;
 mod policies;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -22,6 +24,8 @@ mod retention;
 mod sqlite;
 #[cfg(feature = "sqlite")]
 mod sqlite_writer;
+#[cfg(feature = "sqlite")]
+mod stored_headers;
 mod support;
 #[cfg(feature = "postgres")]
 mod throwaway_pg;

@@ -198,3 +198,41 @@ async fn strong_mode_over_http_concurrent_retries_make_one_row() {
         .unwrap();
     assert_eq!(rows, 1);
 }
+
+/// The busy timeout is set as the journal sets its own:
+/// `SqliteStore::builder(path).busy_timeout(…)`. Opening a file whose write lock
+/// another connection holds fails after that timeout, not the 5 s default.
+#[test]
+fn the_builders_busy_timeout_bounds_the_wait_for_anothers_write_lock() {
+    use std::time::Instant;
+    let dir = TempDir::new("busy");
+    let path = dir.path().join("keys.db");
+    drop(SqliteStore::open(&path).unwrap());
+    let mut holder = rusqlite::Connection::open(&path).unwrap();
+    let held = holder
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Exclusive)
+        .unwrap();
+    let timeout = Duration::from_millis(300);
+    let started = Instant::now();
+    SqliteStore::builder(&path)
+        .busy_timeout(timeout)
+        .open()
+        .unwrap_err();
+    let waited = started.elapsed();
+    assert!(waited >= timeout - Duration::from_millis(50), "{waited:?}");
+    assert!(
+        waited < tower_idempotency::DEFAULT_BUSY_TIMEOUT,
+        "{waited:?}"
+    );
+    // The old name keeps working, with the same meaning.
+    let started = Instant::now();
+    #[allow(deprecated)]
+    let old = SqliteStore::open_with(&path, timeout);
+    assert!(old.is_err());
+    assert!(started.elapsed() < tower_idempotency::DEFAULT_BUSY_TIMEOUT);
+    drop(held);
+    SqliteStore::builder(&path)
+        .busy_timeout(timeout)
+        .open()
+        .unwrap();
+}

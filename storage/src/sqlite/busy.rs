@@ -1,6 +1,16 @@
-//! Which SQLite errors mean "another connection holds the lock".
+//! How long a store waits for another connection's lock, and which SQLite
+//! errors mean it waited in vain.
+
+use std::time::Duration;
 
 use rusqlite::ErrorCode;
+
+/// The busy timeout both stores open their files with unless told otherwise
+/// (`SqliteStore::builder(path).busy_timeout(…)` in each): how long a write
+/// waits for another connection's lock, and how long switching a file to WAL
+/// retries. Five seconds covers another process's commit or migration while
+/// staying well under a client's attempt timeout.
+pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// SQLite's "database is busy" or "locked": another connection holds the lock
 /// this call needed (past the busy timeout, where one applies).
@@ -13,8 +23,6 @@ pub fn is_busy(error: &rusqlite::Error) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use rusqlite::{Connection, TransactionBehavior};
 
     use super::*;

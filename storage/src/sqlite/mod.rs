@@ -11,7 +11,7 @@ mod migrate;
 mod version_record;
 mod wal;
 
-pub use busy::is_busy;
+pub use busy::{is_busy, DEFAULT_BUSY_TIMEOUT};
 pub use file::{file_of, prepare_owner_only};
 pub use integrity::quick_check;
 pub use migrate::{migrate, migrate_adopting, recorded_version};

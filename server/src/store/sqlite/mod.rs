@@ -5,6 +5,7 @@
 //! strong mode: the claim, the handler's own writes and the stored response commit in
 //! one transaction, so a crash leaves either all of them or none.
 
+mod builder;
 mod migrate;
 mod queries;
 mod reader;
@@ -14,16 +15,17 @@ mod writer;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use idempotency_storage::sqlite::{prepare_owner_only, switch_to_wal};
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::TransactionBehavior;
 
 use super::{Claim, ClaimRequest, ClaimToken, Store, StoreError, StoreFuture};
 use crate::record::Completion;
 use reader::Reader;
 use writer::{Wait, Writer};
 
-/// The default busy timeout: how long a write waits for another connection's lock.
-pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+pub use builder::SqliteStoreBuilder;
+/// The default [`SqliteStoreBuilder::busy_timeout`]: idempotency-storage's, the same
+/// constant the client's journal opens its file with.
+pub use idempotency_storage::sqlite::DEFAULT_BUSY_TIMEOUT;
 
 /// Claims and responses in a SQLite file; clones share its two connections.
 ///
@@ -75,36 +77,28 @@ impl SqliteStore {
     ///
     /// # Errors
     ///
-    /// The file cannot be created or opened, switched to WAL, or migrated (including
-    /// a schema newer than this build).
+    /// As [`SqliteStoreBuilder::open`].
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
-        Self::open_with(path, DEFAULT_BUSY_TIMEOUT)
+        Self::builder(path).open()
+    }
+
+    /// A builder for a store file: `SqliteStore::builder(path).busy_timeout(…).open()`,
+    /// as the client's journal opens its own.
+    pub fn builder(path: impl AsRef<Path>) -> SqliteStoreBuilder {
+        SqliteStoreBuilder::new(path.as_ref())
     }
 
     /// As [`SqliteStore::open`], with another busy timeout.
     ///
     /// # Errors
     ///
-    /// As [`SqliteStore::open`].
+    /// As [`SqliteStoreBuilder::open`].
+    #[deprecated(
+        since = "0.1.0",
+        note = "use `SqliteStore::builder(path).busy_timeout(timeout).open()`, as the journal"
+    )]
     pub fn open_with(path: impl AsRef<Path>, busy_timeout: Duration) -> Result<Self, StoreError> {
-        let path = path.as_ref();
-        prepare_owner_only(path, "stored responses").map_err(StoreError::file)?;
-        let fail = |e| StoreError::new("open the SQLite store", e);
-        let mut conn = Connection::open(path).map_err(fail)?;
-        conn.busy_timeout(busy_timeout).map_err(fail)?;
-        switch_to_wal(&conn, busy_timeout).map_err(fail)?;
-        // FULL: a committed claim and response survive a power loss, not only a crash.
-        conn.pragma_update(None, "synchronous", "FULL")
-            .map_err(fail)?;
-        migrate::migrate(&mut conn)?;
-        // After the migration, so the reader sees the table.
-        let reader = Reader::open(path, busy_timeout).map_err(fail)?;
-        Ok(Self {
-            writer: Writer::new(conn, busy_timeout),
-            reader,
-            busy_timeout,
-            writer_wait: Self::DEFAULT_WRITER_WAIT,
-        })
+        Self::builder(path).busy_timeout(busy_timeout).open()
     }
 
     /// How long a claim, or a strong-mode transaction, waits for the writer before it
