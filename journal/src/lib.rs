@@ -188,6 +188,8 @@ pub use idempotency_storage::throwaway_postgres;
 
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(feature = "postgres")]
+mod postgres_error;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 

@@ -7,7 +7,7 @@ use tokio_postgres::GenericClient;
 use super::statement::{POSTGRES_ACKNOWLEDGE, TERMINAL};
 use crate::error::JournalError;
 use crate::journal::Journal;
-use crate::postgres::driver;
+use crate::postgres_error::driver;
 
 impl Journal {
     /// Acknowledges the result of intent `key` with one statement on `client`

@@ -6,7 +6,7 @@ use tokio_postgres::GenericClient;
 use super::statement::{Columns, POSTGRES};
 use super::OutboxIntent;
 use crate::error::JournalError;
-use crate::postgres::driver;
+use crate::postgres_error::driver;
 
 impl OutboxIntent {
     /// Enqueues the intent with one `INSERT` on `client` — pass your

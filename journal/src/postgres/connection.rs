@@ -6,10 +6,10 @@ use std::time::Duration;
 use tokio_postgres::tls::NoTlsStream;
 use tokio_postgres::{Client, Config, Connection, NoTls, Socket};
 
-use super::driver::driver;
 use super::migrate::migrate;
 use super::queries::Statements;
 use crate::error::JournalError;
+use crate::postgres_error::driver;
 
 /// A connected client with its statements prepared.
 #[derive(Debug)]

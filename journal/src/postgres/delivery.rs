@@ -5,7 +5,7 @@
 use super::{records, PostgresStore};
 use crate::delivery::{settle_stored, TERMINAL};
 use crate::error::JournalError;
-use crate::postgres::driver;
+use crate::postgres_error::driver;
 use crate::record::IntentRecord;
 use crate::row::sql_limit;
 

@@ -11,9 +11,9 @@ use tokio::sync::Notify;
 use tokio_postgres::{AsyncMessage, Config};
 
 use super::connection::{open, Timeouts};
-use super::driver::driver;
 use super::queries::LISTEN;
 use crate::error::JournalError;
+use crate::postgres_error::driver;
 
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);

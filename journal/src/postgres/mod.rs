@@ -16,7 +16,6 @@
 
 mod connection;
 mod delivery;
-mod driver;
 mod listen;
 mod migrate;
 #[cfg(all(test, feature = "test-util"))]
@@ -37,6 +36,7 @@ use crate::backlog::Backlog;
 use crate::error::JournalError;
 use crate::headers;
 use crate::listing::ListCursor;
+use crate::postgres_error::driver;
 use crate::record::{
     duration_millis, from_millis, Claimed, IntentRecord, Lease, NewIntent, Outcome,
 };
@@ -46,7 +46,6 @@ use crate::state::IntentState::{Abandoned, Failed, InFlight, Queued, Succeeded, 
 use crate::store::{JournalStore, Listening, StoreFuture};
 use crate::worker::Worker;
 use connection::{prepare, Live, Timeouts};
-pub(crate) use driver::driver;
 use pool::Pool;
 
 /// The default [`PostgresStoreBuilder::connect_timeout`].

@@ -13,10 +13,10 @@
 
 use tokio_postgres::types::ToSql;
 
-use super::driver::driver;
 use super::pool::{Pool, Pooled};
 use super::queries::XACT_STATUS;
 use crate::error::{BoxError, JournalError};
+use crate::postgres_error::driver;
 
 /// What the database says about a transaction whose `COMMIT` answer was lost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
