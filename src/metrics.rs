@@ -43,6 +43,9 @@ const RETRY_CAUSE: &str = "reqwest_resilience.retry.cause";
 const GIVE_UP_REASON: &str = "reqwest_resilience.give_up.reason";
 const GATE: &str = "reqwest_resilience.gate";
 
+/// `error.type` of a hedged copy cancelled because another copy answered first.
+const CANCELLED: &str = "cancelled";
+
 /// OpenTelemetry's value for anything outside a bounded set.
 const OTHER: &str = "_OTHER";
 
@@ -211,6 +214,7 @@ impl IntentObserver for Metrics {
             AttemptOutcome::Failed(failure) => {
                 labels.push(Label::new(ERROR_TYPE, failure.as_str()));
             }
+            AttemptOutcome::Cancelled => labels.push(Label::new(ERROR_TYPE, CANCELLED)),
         }
         ::metrics::histogram!(REQUEST_DURATION, labels).record(record.duration().as_secs_f64());
     }
@@ -221,6 +225,7 @@ impl IntentObserver for Metrics {
         let error_type = match retry.record().outcome() {
             AttemptOutcome::Status(status) => status_label(*status),
             AttemptOutcome::Failed(failure) => failure.as_str(),
+            AttemptOutcome::Cancelled => CANCELLED,
         };
         labels.push(Label::new(ERROR_TYPE, error_type));
         ::metrics::counter!(RETRIES, labels).increment(1);
@@ -343,6 +348,7 @@ fn cause_label(cause: RetryCause) -> &'static str {
     match cause {
         RetryCause::Transient => "transient",
         RetryCause::Conflict => "conflict",
+        RetryCause::Hedge => "hedge",
     }
 }
 
