@@ -87,6 +87,27 @@ impl AttemptLog {
         }
     }
 
+    /// Orders the records by attempt number: hedged copies end in any order, and
+    /// the log reads in the order they were sent.
+    pub(crate) fn order_by_number(&mut self) {
+        if let Records::Many(records) = &mut self.records {
+            records.sort_by_key(|record| record.number);
+        }
+    }
+
+    /// Sets what followed attempt `number` (a hedge's next copy went out while it
+    /// still ran).
+    pub(crate) fn set_delay_of(&mut self, number: u32, delay: Duration, reason: DelayReason) {
+        let records = match &mut self.records {
+            Records::None => return,
+            Records::One(record) => std::slice::from_mut(record),
+            Records::Many(records) => records.as_mut_slice(),
+        };
+        if let Some(record) = records.iter_mut().find(|record| record.number == number) {
+            record.delay_after = Some(ScheduledDelay { delay, reason });
+        }
+    }
+
     /// Every attempt, oldest first.
     pub fn attempts(&self) -> &[AttemptRecord] {
         self.records.as_slice()
@@ -135,6 +156,7 @@ impl fmt::Display for AttemptLog {
             let outcome = match attempt.outcome {
                 AttemptOutcome::Status(status) => status.to_string(),
                 AttemptOutcome::Failed(failure) => format!("failed: {}", failure.as_str()),
+                AttemptOutcome::Cancelled => "cancelled".to_owned(),
             };
             write!(
                 f,
@@ -244,6 +266,9 @@ pub enum AttemptOutcome {
     Status(StatusCode),
     /// No response: a transport failure of this kind.
     Failed(TransportFailure),
+    /// A hedged copy that was still running when another copy of the intent gave
+    /// the answer: cancelled (its future dropped), neither a success nor a failure.
+    Cancelled,
 }
 
 /// A pause between two attempts.
@@ -267,6 +292,10 @@ pub enum DelayReason {
     /// A 409: the server is still executing the same key; the policy's
     /// `conflict_delay` sets the least pause.
     Conflict,
+    /// Hedging: this attempt was still running when the next copy went out, this
+    /// long after it was sent (the hedge delay), to cut the tail latency; see
+    /// [`Hedging`](crate::Hedging).
+    Hedge,
 }
 
 impl DelayReason {
@@ -276,6 +305,7 @@ impl DelayReason {
             Self::Backoff => "backoff",
             Self::RetryAfter => "retry-after",
             Self::Conflict => "conflict",
+            Self::Hedge => "hedge",
         }
     }
 }

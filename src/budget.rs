@@ -254,7 +254,7 @@ impl RetryBudget {
 
     /// Takes back a deposit (`deposit`) or returns a withdrawal made at `now` for
     /// an attempt that was not sent after all.
-    fn take_back(&self, scope: &str, now: Instant, deposit: bool) {
+    pub(crate) fn take_back(&self, scope: &str, now: Instant, deposit: bool) {
         if self.inner.unlimited {
             return;
         }
@@ -353,7 +353,8 @@ impl RetryBudget {
 }
 
 /// The budget as a gate: every first attempt deposits, every retry after a
-/// transient failure withdraws. Waiting out a 409 "in progress" is not outage load
+/// transient failure withdraws, and so does every hedge (extra load like a retry;
+/// a cancelled copy keeps its withdrawal: it was sent). Waiting out a 409 "in progress" is not outage load
 /// and is never refused; a first attempt never is either.
 impl Gate for RetryBudget {
     fn name(&self) -> &str {

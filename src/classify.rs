@@ -266,6 +266,8 @@ impl Verdict {
         match self.outcome {
             AttemptOutcome::Status(status) => self.transient && !status_proves_no_effect(status),
             AttemptOutcome::Failed(failure) => failure.may_have_reached_server(),
+            // Sent and never answered (a hedge's loser): it may have.
+            AttemptOutcome::Cancelled => true,
         }
     }
 }

@@ -609,6 +609,7 @@ impl RequestBuilder {
 }
 
 /// The client an intent's attempts go through, and the timeout it was built with.
+#[derive(Clone)]
 struct ClientTransport {
     http: reqwest::Client,
     timeout_built_in: Option<Duration>,
@@ -622,6 +623,11 @@ impl Transport for ClientTransport {
     ) -> impl Future<Output = Result<reqwest::Response, TransportError>> + Send {
         transport::write_timeout(&mut request, timeout, self.timeout_built_in);
         self.http.execute(request).map_err(TransportError::Reqwest)
+    }
+
+    /// reqwest's client is a shared handle: copies send concurrently.
+    fn copy(&self) -> Option<Self> {
+        Some(self.clone())
     }
 }
 

@@ -110,6 +110,18 @@ pub trait Gate: Send + Sync + 'static {
     fn not_sent(&self, scope: &GateScope<'_>) {
         let _ = scope;
     }
+
+    /// An attempt this gate admitted was sent, then cancelled before it ended:
+    /// another copy of the same intent (a hedge, see [`RetryCause::Hedge`])
+    /// answered first, and this copy's future was dropped. It is neither a success
+    /// nor a failure — the service did not answer it either way — so nothing is
+    /// counted; a gate that handed something out for it (a breaker's half-open
+    /// probe slot) gives it back at once. The scope is the attempt's own (its
+    /// number and [`retry_cause`](GateScope::retry_cause)), with
+    /// [`attempt_duration`](GateScope::attempt_duration) the time it ran.
+    fn attempt_cancelled(&self, scope: &GateScope<'_>) {
+        let _ = scope;
+    }
 }
 
 /// Asks every gate, in order, until one refuses; the gates that admitted before
@@ -136,6 +148,13 @@ pub(crate) fn tell_all(
 ) {
     for gate in gates {
         gate.attempt_finished(scope, outcome, struggling);
+    }
+}
+
+/// Tells every gate that an attempt was cancelled (a hedge's loser).
+pub(crate) fn cancel_all(gates: &[Arc<dyn Gate>], scope: &GateScope<'_>) {
+    for gate in gates {
+        gate.attempt_cancelled(scope);
     }
 }
 
@@ -176,7 +195,8 @@ impl<'a> GateScope<'a> {
     }
 
     /// In [`Gate::admit`], why the intent wants this retry; `None` for a first
-    /// attempt (and in [`Gate::attempt_finished`]).
+    /// attempt (and in [`Gate::attempt_finished`]). In [`Gate::not_sent`] and
+    /// [`Gate::attempt_cancelled`], the cause it was admitted with.
     pub fn retry_cause(&self) -> Option<RetryCause> {
         self.retry_cause
     }
@@ -197,6 +217,12 @@ pub enum RetryCause {
     /// A 409 on a keyed request: the server is healthy and still executing the same
     /// key. Waiting it out is not outage load, so the budget does not charge for it.
     Conflict,
+    /// A hedge: the intent's earlier copy is still running, and a copy more goes
+    /// out to cut the tail latency (see [`Hedging`](crate::Hedging)). Extra load
+    /// like a retry: the budget charges it as one; a breaker admits it only while
+    /// its circuit is closed (a half-open probe is never hedged). A refusal never
+    /// ends the intent: the running copy carries on.
+    Hedge,
 }
 
 /// A gate held an attempt back: which gate, and when it may admit again.

@@ -18,7 +18,8 @@
 //! 8. observers, then the write-ahead (whenever step 3 ran), hear how the intent
 //!    ended; the result goes to the caller.
 //!
-//! The deadline counts from `send()`: the write-ahead's time is inside it.
+//! The deadline counts from `send()`: the write-ahead's time is inside it. A hedged
+//! intent (see `hedge`) runs steps 4–7 as a race of copies (`intent/hedged.rs`).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -40,6 +41,7 @@ use crate::telemetry;
 use crate::transport::{Transport, TransportError};
 use crate::write_ahead::{self, IntentStart, StartRefused, WriteAhead};
 
+mod hedged;
 mod prepare;
 mod state;
 
@@ -162,8 +164,16 @@ impl<T: Transport> Ready<T> {
                 _ => None,
             };
 
-            // 4–7. The attempts.
+            // 4–7. The attempts: raced as hedged copies when hedging applies (boxed:
+            // an intent without hedging never holds that race in its future).
+            let hedged =
+                refused.is_none() && hedged::applies(prepared, policy, self.write_ahead.is_some());
             let result = match refused {
+                None if hedged => {
+                    let race =
+                        hedged::run(prepared, policy, &observers, &deadline, intent_id, started);
+                    Box::pin(race).await
+                }
                 None => {
                     attempt_loop(prepared, policy, &observers, &deadline, started, intent_id).await
                 }
@@ -246,20 +256,7 @@ async fn attempt_loop<T: Transport>(
     intent_id: RequestId,
 ) -> Result<reqwest::Response, Error> {
     let min_attempt_window = decision::min_attempt_window(intent.attempt_timeout, intent.deadline);
-    let mut state = LoopState {
-        log: AttemptLog::new(intent.key.take()),
-        may_have_applied: false,
-        conflicts_waited_out: 0,
-        too_early_seen: false,
-        conflict_waits_left: decision::conflict_wait_limit(
-            intent.deadline,
-            policy.settings.conflict_delay,
-        ),
-        started,
-        method: intent.method.clone(),
-        rng: None,
-        previous_backoff: None,
-    };
+    let mut state = LoopState::new(intent, policy, started);
     let mut attempt = Attempt {
         number: 1,
         started,

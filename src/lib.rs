@@ -180,6 +180,7 @@ mod decision;
 mod error;
 mod failure;
 mod gate;
+mod hedge;
 mod idempotency;
 mod ids;
 mod intent;
@@ -223,9 +224,12 @@ pub use decision::Decision;
 pub use error::{BoxError, Error, GiveUpReason};
 pub use failure::TransportFailure;
 pub use gate::{Gate, GateRefusal, GateScope, RetryCause};
+pub use hedge::Hedging;
 pub use idempotency::{IdempotencyKey, InvalidKey, KeyAttachment, KeyFormat, MAX_KEY_LEN};
 pub use ids::RequestId;
-pub use observer::{AttemptFinished, IntentEnd, IntentObserver, RetryScheduled};
+pub use observer::{
+    AttemptFinished, HedgeEvent, HedgeEventKind, IntentEnd, IntentObserver, RetryScheduled,
+};
 pub use options::IntentOptions;
 pub use policy::{BuildError, RetryPolicy, RetryPolicyBuilder};
 pub use prepared::PreparedIntent;

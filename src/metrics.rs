@@ -23,7 +23,7 @@ use http::{Method, StatusCode};
 
 use crate::attempt_log::AttemptOutcome;
 use crate::gate::RetryCause;
-use crate::observer::{AttemptFinished, IntentEnd, IntentObserver, RetryScheduled};
+use crate::observer::{AttemptFinished, HedgeEvent, IntentEnd, IntentObserver, RetryScheduled};
 
 const REQUEST_DURATION: &str = "http.client.request.duration";
 const INTENT_DURATION: &str = "reqwest_resilience.intent.duration";
@@ -33,6 +33,7 @@ const GIVE_UPS: &str = "reqwest_resilience.intent.give_ups";
 const OUTCOME_UNKNOWN: &str = "reqwest_resilience.intent.outcome_unknown";
 const BUDGET_REFUSALS: &str = "reqwest_resilience.intent.budget_refusals";
 const GATE_REFUSALS: &str = "reqwest_resilience.intent.gate_refusals";
+const HEDGES: &str = "reqwest_resilience.intent.hedges";
 
 const METHOD: &str = "http.request.method";
 const ADDRESS: &str = "server.address";
@@ -42,6 +43,10 @@ const ERROR_TYPE: &str = "error.type";
 const RETRY_CAUSE: &str = "reqwest_resilience.retry.cause";
 const GIVE_UP_REASON: &str = "reqwest_resilience.give_up.reason";
 const GATE: &str = "reqwest_resilience.gate";
+const HEDGE_EVENT: &str = "reqwest_resilience.hedge.event";
+
+/// `error.type` of a hedged copy cancelled because another copy answered first.
+const CANCELLED: &str = "cancelled";
 
 /// OpenTelemetry's value for anything outside a bounded set.
 const OTHER: &str = "_OTHER";
@@ -66,6 +71,7 @@ const OTHER: &str = "_OTHER";
 /// | `reqwest_resilience.intent.outcome_unknown` | counter, `{intent}` | per error whose [outcome is unknown](crate::Error::is_outcome_unknown) | **S** |
 /// | `reqwest_resilience.intent.budget_refusals` | counter, `{intent}` | per intent the [retry budget](crate::RetryBudget) stopped | **S** |
 /// | `reqwest_resilience.intent.gate_refusals` | counter, `{intent}` | per intent another [gate](crate::Gate) stopped | **S**, `reqwest_resilience.gate` (the gate's [name](crate::Gate::name)) |
+/// | `reqwest_resilience.intent.hedges` | counter, `{copy}` | per [hedged](crate::Hedging) copy event: a hedge sent, a hedge that won, a copy cancelled (another answered first), a hedge refused by the hedge cap or by a gate | **S**, `reqwest_resilience.hedge.event` (`sent`, `won`, `cancelled`, `refused_by_cap`, `refused_by_gate`) |
 ///
 /// **S** is the server and method: `http.request.method` (the standard methods,
 /// else `_OTHER`), `server.address` (the URL's host) and `server.port` (its port or
@@ -181,6 +187,11 @@ impl Metrics {
             Unit::Count,
             "Intents stopped by a gate other than the budget, by gate."
         );
+        ::metrics::describe_counter!(
+            HEDGES,
+            Unit::Count,
+            "Hedged copies sent, won, cancelled, and hedges refused, by event."
+        );
     }
 
     /// The labels every metric carries: method, server address and port; room for
@@ -211,6 +222,7 @@ impl IntentObserver for Metrics {
             AttemptOutcome::Failed(failure) => {
                 labels.push(Label::new(ERROR_TYPE, failure.as_str()));
             }
+            AttemptOutcome::Cancelled => labels.push(Label::new(ERROR_TYPE, CANCELLED)),
         }
         ::metrics::histogram!(REQUEST_DURATION, labels).record(record.duration().as_secs_f64());
     }
@@ -221,9 +233,16 @@ impl IntentObserver for Metrics {
         let error_type = match retry.record().outcome() {
             AttemptOutcome::Status(status) => status_label(*status),
             AttemptOutcome::Failed(failure) => failure.as_str(),
+            AttemptOutcome::Cancelled => CANCELLED,
         };
         labels.push(Label::new(ERROR_TYPE, error_type));
         ::metrics::counter!(RETRIES, labels).increment(1);
+    }
+
+    fn hedge(&self, event: &HedgeEvent<'_>) {
+        let mut labels = self.labels(event.method(), event.url(), 1);
+        labels.push(Label::new(HEDGE_EVENT, event.kind().as_str()));
+        ::metrics::counter!(HEDGES, labels).increment(1);
     }
 
     fn finished(&self, end: &IntentEnd<'_>) {
@@ -343,6 +362,7 @@ fn cause_label(cause: RetryCause) -> &'static str {
     match cause {
         RetryCause::Transient => "transient",
         RetryCause::Conflict => "conflict",
+        RetryCause::Hedge => "hedge",
     }
 }
 

@@ -86,6 +86,12 @@ pub trait IntentObserver: Send + Sync + 'static {
         let _ = retry;
     }
 
+    /// A hedged intent's copy went out as a hedge, won, was cancelled, or was
+    /// refused (see [`Hedging`](crate::Hedging)). Synchronous, like the others.
+    fn hedge(&self, event: &HedgeEvent<'_>) {
+        let _ = event;
+    }
+
     /// Once, when the intent ends with a response or an error (a gate's or a
     /// write-ahead's refusal included), before the write-ahead's `after_end` and
     /// before the caller gets the result.
@@ -184,6 +190,73 @@ impl<'a> RetryScheduled<'a> {
     /// Why the intent retries.
     pub fn cause(&self) -> RetryCause {
         self.cause
+    }
+}
+
+/// Something happened to a hedged intent's copy.
+#[derive(Debug)]
+pub struct HedgeEvent<'a> {
+    pub(crate) intent_id: RequestId,
+    pub(crate) method: &'a Method,
+    pub(crate) url: &'a reqwest::Url,
+    pub(crate) attempt: u32,
+    pub(crate) kind: HedgeEventKind,
+}
+
+/// What happened to a hedged copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HedgeEventKind {
+    /// A hedge went out (the delay passed without an answer).
+    Sent,
+    /// A hedge gave the answer the caller gets.
+    Won,
+    /// A copy still running was cancelled: another copy answered first.
+    Cancelled,
+    /// The hedge cap refused a hedge (the running copies carry on).
+    RefusedByCap,
+    /// A gate refused a hedge (the running copies carry on).
+    RefusedByGate,
+}
+
+impl HedgeEventKind {
+    /// A short label for logs and metrics: `sent`, `won`, `cancelled`,
+    /// `refused_by_cap`, `refused_by_gate`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Sent => "sent",
+            Self::Won => "won",
+            Self::Cancelled => "cancelled",
+            Self::RefusedByCap => "refused_by_cap",
+            Self::RefusedByGate => "refused_by_gate",
+        }
+    }
+}
+
+impl<'a> HedgeEvent<'a> {
+    /// Identifies the intent (see [`IntentStart::intent_id`]).
+    pub fn intent_id(&self) -> RequestId {
+        self.intent_id
+    }
+
+    /// The method.
+    pub fn method(&self) -> &'a Method {
+        self.method
+    }
+
+    /// The URL.
+    pub fn url(&self) -> &'a reqwest::Url {
+        self.url
+    }
+
+    /// The copy's attempt number (for a refusal: the number it would have had).
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// What happened.
+    pub fn kind(&self) -> HedgeEventKind {
+        self.kind
     }
 }
 
@@ -303,6 +376,12 @@ impl<'p> Observers<'p> {
     pub(crate) fn retry_scheduled(&self, retry: &RetryScheduled<'_>) {
         for observer in self.all() {
             observer.retry_scheduled(retry);
+        }
+    }
+
+    pub(crate) fn hedge(&self, event: &HedgeEvent<'_>) {
+        for observer in self.all() {
+            observer.hedge(event);
         }
     }
 

@@ -20,6 +20,7 @@ use crate::classify::{is_idempotent_method, Classifier, Rules, StatusSet};
 use crate::clock::{Clock, SystemClock};
 use crate::deadline::AttemptTimeout;
 use crate::gate::Gate;
+use crate::hedge::{Hedger, Hedging};
 use crate::idempotency::{KeyAttachment, KeyFormat};
 use crate::observer::IntentObserver;
 use crate::sleeper::{Sleeper, TokioSleeper};
@@ -68,6 +69,7 @@ pub(crate) struct Settings {
     pub(crate) server_hint_header: Option<String>,
     pub(crate) redact_query_params: Vec<String>,
     pub(crate) rng_seed: Option<u64>,
+    pub(crate) hedging: Option<Hedging>,
 }
 
 impl Default for Settings {
@@ -88,6 +90,7 @@ impl Default for Settings {
             server_hint_header: None,
             redact_query_params: Vec::new(),
             rng_seed: None,
+            hedging: None,
         }
     }
 }
@@ -115,6 +118,7 @@ impl Default for Settings {
 /// | `server_hint_header` | none | servers name it differently (Stripe: `Stripe-Should-Retry`) |
 /// | `redact_query_params` | none besides OpenTelemetry's four | `url.full` in spans never shows them |
 /// | `rng_seed` | none: thread-local CSPRNG | seed it for repeatable tests |
+/// | `hedging` | off; [`Hedging`]'s own defaults when on (a copy after the authority's p95 latency, 2 in flight, at most 5 % of intents + 10 per 10 s, GET/HEAD/OPTIONS only, never keyed or durable intents) | extra copies are extra load: a service opts in where its tail is worth it |
 /// | `budget` | retries ≤ 10 % of requests over 10 s + 10 in reserve, one per policy (shared by its clones and every client built from them) | see [`RetryBudget`] |
 /// | `gate` | none besides the budget; [`CircuitBreaker`](crate::CircuitBreaker) and [`AdaptiveThrottle`](crate::AdaptiveThrottle) are opt-in | a breaker keys circuits by authority (scheme, host, port): one failing route that dominates a service's traffic would refuse intents to that service's healthy routes, which only the application can scope (add `.gate(CircuitBreaker::new_default())` where one authority is one service); the throttle refuses at random while a service struggles, which a caller must be ready to handle. What each does in an outage is P9 in `docs/bench/` |
 /// | `observer` | none | with none the intent pays nothing |
@@ -149,6 +153,8 @@ pub(crate) struct PolicyInner {
     pub(crate) sleeper: Arc<dyn Sleeper>,
     pub(crate) clock: Arc<dyn Clock>,
     seeded_rng: Option<Mutex<StdRng>>,
+    /// `settings.hedging`'s shared state (the cap, the latency samples).
+    pub(crate) hedger: Option<Hedger>,
 }
 
 impl RetryPolicy {
@@ -237,6 +243,11 @@ impl RetryPolicy {
     /// The server retry-hint header, if one is configured.
     pub fn server_hint_header(&self) -> Option<&HeaderName> {
         self.inner.server_hint_header.as_ref()
+    }
+
+    /// The hedging settings, when hedged requests are on.
+    pub fn hedging(&self) -> Option<&Hedging> {
+        self.inner.settings.hedging.as_ref()
     }
 
     /// Whether the jitter is seeded (repeatable).
@@ -568,6 +579,20 @@ impl RetryPolicyBuilder {
         self
     }
 
+    /// Hedged requests (see [`Hedging`]): off by default. Only for GET, HEAD and
+    /// OPTIONS (PUT and DELETE when listed), never for an intent with a key or a
+    /// write-ahead.
+    pub fn hedging(mut self, hedging: Hedging) -> Self {
+        self.settings.hedging = Some(hedging);
+        self
+    }
+
+    /// No hedged requests (the default).
+    pub fn no_hedging(mut self) -> Self {
+        self.settings.hedging = None;
+        self
+    }
+
     /// Validates and freezes the policy.
     ///
     /// # Errors
@@ -616,6 +641,18 @@ impl RetryPolicyBuilder {
         if key_header == request_id_header {
             return Err(BuildError::SameHeaderNames(key_header.to_string()));
         }
+        if let Some(hedging) = &settings.hedging {
+            hedging
+                .check()
+                .map_err(|(setting, problem)| BuildError::Hedging { setting, problem })?;
+            if settings.max_attempts < 2 {
+                return Err(BuildError::Hedging {
+                    setting: "hedging",
+                    problem: "needs max_attempts of 2 or more: every copy is an attempt".to_owned(),
+                });
+            }
+        }
+        let hedger = settings.hedging.clone().map(Hedger::new);
         let budget = self.budget.unwrap_or_else(RetryBudget::new_default);
         let user_gates = self.gates;
         let mut gates = user_gates.clone();
@@ -636,6 +673,7 @@ impl RetryPolicyBuilder {
                 seeded_rng: settings
                     .rng_seed
                     .map(|seed| Mutex::new(StdRng::seed_from_u64(seed))),
+                hedger,
                 settings,
             }),
         })
@@ -742,6 +780,14 @@ pub enum BuildError {
     /// The key and the request id would overwrite each other.
     #[error("key_header and request_id_header are both {0:?}")]
     SameHeaderNames(String),
+    /// A [`Hedging`] setting makes no sense.
+    #[error("{setting} {problem}")]
+    Hedging {
+        /// Which setting (`hedging.max_copies`, `hedging.percentile`…).
+        setting: &'static str,
+        /// What is wrong with it.
+        problem: String,
+    },
 }
 
 #[cfg(test)]
@@ -906,6 +952,7 @@ mod tests {
             server_hint_header: _,
             redact_query_params: _,
             rng_seed: _,
+            hedging: _,
         } = Settings::default();
         let settings = [
             "max_attempts",
@@ -923,6 +970,7 @@ mod tests {
             "server_hint_header",
             "redact_query_params",
             "rng_seed",
+            "hedging",
         ];
         let plug_ins = [
             "budget",

@@ -16,6 +16,16 @@ pub(crate) trait Transport: Send {
         request: reqwest::Request,
         timeout: Option<Duration>,
     ) -> impl Future<Output = Result<reqwest::Response, TransportError>> + Send;
+
+    /// A second transport that sends concurrently with this one, for a hedged
+    /// intent's copies; `None` (the default) when it cannot (a middleware chain
+    /// holds the request's extensions mutably): such an intent is not hedged.
+    fn copy(&self) -> Option<Self>
+    where
+        Self: Sized,
+    {
+        None
+    }
 }
 
 /// Writes the attempt's `timeout` on `request`: what reqwest applies to it (a

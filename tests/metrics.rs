@@ -484,3 +484,47 @@ fn a_refused_first_attempt_is_counted_by_gate_name() {
         "{counted:?}"
     );
 }
+
+/// The first request is answered late, every later one at once.
+struct SlowFirst {
+    seen: AtomicUsize,
+}
+
+impl Respond for SlowFirst {
+    fn respond(&self, _: &Request) -> ResponseTemplate {
+        let delay = if self.seen.fetch_add(1, Ordering::SeqCst) == 0 {
+            3_000 * MS
+        } else {
+            Duration::ZERO
+        };
+        ResponseTemplate::new(200).set_delay(delay)
+    }
+}
+
+#[tokio::test]
+async fn a_hedge_that_wins_is_counted_sent_won_and_its_loser_cancelled() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let server = server(
+        SlowFirst {
+            seen: AtomicUsize::new(0),
+        },
+        2,
+    )
+    .await;
+    // Real time for the hedge delay: the first copy must be on the wire first.
+    let policy = policy()
+        .sleeper(reqwest_resilience::TokioSleeper)
+        .hedging(reqwest_resilience::Hedging::fixed(100 * MS));
+    let response = client(policy).get(server.uri()).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+
+    let recorded = Recorded::take(&snapshotter);
+    let event = |kind| labels(&server, "GET", &[("reqwest_resilience.hedge.event", kind)]);
+    let hedges = "reqwest_resilience.intent.hedges";
+    assert_eq!(recorded.counter(hedges, &event("sent")), 1);
+    assert_eq!(recorded.counter(hedges, &event("won")), 1);
+    assert_eq!(recorded.counter(hedges, &event("cancelled")), 1);
+    assert_eq!(recorded.counter(hedges, &event("refused_by_cap")), 0);
+}

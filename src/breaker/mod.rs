@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::attempt_log::AttemptOutcome;
 use crate::authority::{AuthorityMap, MAX_AUTHORITIES};
-use crate::gate::{Gate, GateRefusal, GateScope};
+use crate::gate::{Gate, GateRefusal, GateScope, RetryCause};
 use crate::ratio::{whole, Millionths};
 use crate::window::{Counts, Epochs, Window};
 
@@ -305,7 +305,8 @@ impl Inner {
             other => other,
         };
         let mut changes = [None, None];
-        if event == Event::Admit && self.is_stalled(circuit, now, epoch) {
+        if matches!(event, Event::Admit | Event::AdmitHedge) && self.is_stalled(circuit, now, epoch)
+        {
             changes[0] = self.apply(circuit, Event::Stalled, now).change;
         }
         let step = self.apply(circuit, event, now);
@@ -511,7 +512,13 @@ impl Gate for CircuitBreaker {
     }
 
     fn admit(&self, scope: &GateScope<'_>) -> Result<(), GateRefusal> {
-        self.inner.on(scope, Event::Admit).map_err(|wait| {
+        // A hedge only while closed: a half-open circuit's probe is never hedged.
+        let event = if scope.retry_cause() == Some(RetryCause::Hedge) {
+            Event::AdmitHedge
+        } else {
+            Event::Admit
+        };
+        self.inner.on(scope, event).map_err(|wait| {
             let refusal = GateRefusal::new(NAME).with_authority(scope.authority());
             match wait {
                 Some(wait) => refusal.with_retry_after(wait),
@@ -537,6 +544,12 @@ impl Gate for CircuitBreaker {
     }
 
     fn not_sent(&self, scope: &GateScope<'_>) {
+        let _ = self.inner.on(scope, Event::NotSent);
+    }
+
+    /// A cancelled copy is neither a success nor a failure: like an attempt not
+    /// sent, a half-open probe slot comes back and nothing is counted.
+    fn attempt_cancelled(&self, scope: &GateScope<'_>) {
         let _ = self.inner.on(scope, Event::NotSent);
     }
 }

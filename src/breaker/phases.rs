@@ -39,6 +39,9 @@ impl Phase {
 pub(super) enum Event {
     /// An attempt asks to go out.
     Admit,
+    /// A hedge asks to go out: admitted only while closed, so that a half-open
+    /// circuit's probe is never hedged and a hedge never becomes the probe.
+    AdmitHedge,
     /// An attempt admitted here was not sent (a later gate refused it).
     NotSent,
     /// An attempt ended; `tripped`: counted with the others in the window, the
@@ -85,12 +88,16 @@ pub(super) fn step(phase: Phase, event: Event, now: Instant, rules: Rules) -> St
         change: Some((phase.state(), next.state())),
     };
     match (phase, event) {
-        (Phase::Closed, Event::Admit) => stay(Some(Ok(()))),
+        (Phase::Closed, Event::Admit | Event::AdmitHedge) => stay(Some(Ok(()))),
         (Phase::Closed, Event::Finished { failed, tripped }) if failed && tripped => to(open, None),
         (Phase::Closed, Event::Stalled) => to(open, None),
         (Phase::Closed, _) => stay(None),
 
-        (Phase::Open { until }, Event::Admit) if now < until => stay(Some(Err(until - now))),
+        (Phase::Open { until }, Event::Admit | Event::AdmitHedge) if now < until => {
+            stay(Some(Err(until - now)))
+        }
+        // The break is over, but the next attempt to go is the probe: never a hedge.
+        (Phase::Open { .. }, Event::AdmitHedge) => stay(Some(Err(Duration::ZERO))),
         (Phase::Open { .. }, Event::Admit) => {
             let half_open = Phase::HalfOpen {
                 out: 1,
@@ -126,6 +133,9 @@ pub(super) fn step(phase: Phase, event: Event, now: Instant, rules: Rules) -> St
                     change: None,
                 }
             }
+        }
+        (Phase::HalfOpen { lease_until, .. }, Event::AdmitHedge) => {
+            stay(Some(Err(lease_until.saturating_duration_since(now))))
         }
         (Phase::HalfOpen { out, lease_until }, Event::NotSent) => Step {
             phase: Phase::HalfOpen {
@@ -176,7 +186,7 @@ mod tests {
         let go = Some(Ok(()));
         let wait = |n| Some(Err(Duration::from_millis(n)));
         #[rustfmt::skip]
-        let rows: [(&str, Phase, Event, u64, Phase, Verdict, Change); 20] = [
+        let rows: [(&str, Phase, Event, u64, Phase, Verdict, Change); 24] = [
             ("closed admits",                      closed,       Event::Admit,   0,     closed,                        go,      None),
             ("closed: a failure under the ratio",  closed,       fail(false),    0,     closed,                        None,    None),
             ("closed: a success never trips",      closed,       Event::Finished { failed: false, tripped: true }, 0, closed, None, None),
@@ -197,6 +207,10 @@ mod tests {
             ("closed: stalled attempts open it",   closed,       Event::Stalled, 0,     open,                          None,    Some((S::Closed, S::Open))),
             ("open: stalled changes nothing",      open,         Event::Stalled, 500,   open,                          None,    None),
             ("half-open: stalled changes nothing", half(1, 1_300), Event::Stalled, 1_100, half(1, 1_300),              None,    None),
+            ("closed admits a hedge",              closed,       Event::AdmitHedge, 0,  closed,                        go,      None),
+            ("open refuses a hedge",               open,         Event::AdmitHedge, 400, open,                         wait(600), None),
+            ("open, break over: no hedge probe",   open,         Event::AdmitHedge, 1_000, open,                       wait(0), None),
+            ("half-open refuses a hedge",          half(0, 1_300), Event::AdmitHedge, 1_100, half(0, 1_300),           wait(200), None),
         ];
         for (name, phase, event, at, next, verdict, change) in rows {
             let expected = Step {

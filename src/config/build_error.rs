@@ -23,6 +23,7 @@ pub(super) fn path_of(error: &BuildError, strategy: Option<Strategy>) -> &'stati
             setting
         }
         BuildError::SameHeaderNames(_) => "request_id_header",
+        BuildError::Hedging { setting, .. } => setting,
     }
 }
 

@@ -164,6 +164,30 @@ impl<T: Transport> Prepared<T> {
         impl Future<Output = Result<reqwest::Response, TransportError>> + Send + '_,
         GiveUpReason,
     > {
+        let (request, timeout) = self.attempt_request(policy, deadline, attempt)?;
+        let sending = self.transport.send(request, timeout);
+        let whole_body = self.whole_body;
+        Ok(async move {
+            let response = sending.await?;
+            match whole_body {
+                // Boxed: only intents that read the body pay for its future.
+                Some(limit) => Box::pin(whole_body::read(response, limit as usize)).await,
+                None => Ok(response),
+            }
+        })
+    }
+}
+
+impl<T> Prepared<T> {
+    /// `attempt`'s request as `outgoing::dress` writes it, and its timeout cut to
+    /// the time left; or why no attempt can start (no time left, or a body that
+    /// cannot be replayed was already sent).
+    pub(super) fn attempt_request(
+        &mut self,
+        policy: &PolicyInner,
+        deadline: &Deadline,
+        attempt: &Attempt,
+    ) -> Result<(reqwest::Request, Option<Duration>), GiveUpReason> {
         let timeout = deadline.attempt_timeout(attempt.started, self.attempt_timeout);
         if timeout == Some(Duration::ZERO) {
             return Err(GiveUpReason::DeadlineExceeded);
@@ -181,16 +205,7 @@ impl<T: Transport> Prepared<T> {
             self.body_factory.as_ref().map(|make| make()),
             wire,
         );
-        let sending = self.transport.send(request, timeout);
-        let whole_body = self.whole_body;
-        Ok(async move {
-            let response = sending.await?;
-            match whole_body {
-                // Boxed: only intents that read the body pay for its future.
-                Some(limit) => Box::pin(whole_body::read(response, limit as usize)).await,
-                None => Ok(response),
-            }
-        })
+        Ok((request, timeout))
     }
 }
 

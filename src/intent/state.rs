@@ -40,6 +40,24 @@ pub(super) struct LoopState {
 }
 
 impl LoopState {
+    /// The state before the first attempt of `intent`: the key moves into the log.
+    pub(super) fn new<T>(intent: &mut Prepared<T>, policy: &PolicyInner, started: Instant) -> Self {
+        LoopState {
+            log: AttemptLog::new(intent.key.take()),
+            may_have_applied: false,
+            conflicts_waited_out: 0,
+            too_early_seen: false,
+            conflict_waits_left: crate::decision::conflict_wait_limit(
+                intent.deadline,
+                policy.settings.conflict_delay,
+            ),
+            started,
+            method: intent.method.clone(),
+            rng: None,
+            previous_backoff: None,
+        }
+    }
+
     /// Classifies and logs the attempt just made, and tells the gates and observers.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn record<T>(

@@ -15,6 +15,7 @@ mod classification;
 mod deadline;
 mod extension_points;
 mod gates;
+mod hedging;
 mod keys;
 mod middleware;
 mod per_request;

@@ -1,0 +1,243 @@
+//! The hedge decisions as pure functions, each beside its table test: whether an
+//! intent is hedged at all, whether a hedge may go now, what a copy's end means
+//! for the race, and the adaptive delay.
+
+use std::time::Duration;
+
+use http::Method;
+
+use super::Hedging;
+use crate::attempt_log::DelayReason;
+use crate::decision::Next;
+use crate::error::GiveUpReason;
+
+/// Is this intent hedged? Only a method listed in the settings, never with a key
+/// or a write-ahead (a deduplicating server answers a parallel copy 409, see the
+/// module docs), only with a body that can be sent again, and only when
+/// `max_attempts` leaves room for a second copy.
+pub(crate) fn eligible(
+    hedging: &Hedging,
+    method: &Method,
+    keyed: bool,
+    write_ahead: bool,
+    replayable: bool,
+    max_attempts: u32,
+) -> bool {
+    hedging.methods.contains(method) && !keyed && !write_ahead && replayable && max_attempts >= 2
+}
+
+/// What the race does after a copy ended, given the ordinary decision on it
+/// (`decision::after_attempt`, asked with a zero backoff: a hedged intent sends
+/// the next copy at once, as gRPC A6 does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// A final answer: the caller gets it now; the other copies are cancelled.
+    Win,
+    /// A failure while another copy still runs: a failure never beats a running
+    /// copy, so wait for it (this result is kept in case every copy fails).
+    Wait,
+    /// A transient failure: send the next copy now (if the gates admit it).
+    LaunchNow,
+    /// A transient failure with `Retry-After`: no new copy before this long.
+    LaunchAfter(Duration),
+    /// Nothing else runs and no copy may follow: the intent ends so.
+    GiveUp(GiveUpReason),
+}
+
+/// The step after a copy ended with `next`, while `others_running` copies are in
+/// flight.
+pub(crate) fn after_copy(next: Next, others_running: bool) -> Step {
+    match next {
+        Next::Deliver => Step::Win,
+        Next::GiveUp(_) if others_running => Step::Wait,
+        Next::GiveUp(reason) => Step::GiveUp(reason),
+        Next::Pause {
+            delay,
+            reason: DelayReason::RetryAfter,
+            ..
+        } => Step::LaunchAfter(delay),
+        Next::Pause { .. } => Step::LaunchNow,
+    }
+}
+
+/// The facts a hedge (a copy sent because the delay passed) is decided on.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct HedgeFacts {
+    pub(crate) in_flight: u32,
+    pub(crate) max_copies: u32,
+    /// Copies sent so far: each counts toward `max_attempts`.
+    pub(crate) sent: u32,
+    pub(crate) max_attempts: u32,
+    pub(crate) remaining: Option<Duration>,
+    /// The least time a copy must have to be worth sending
+    /// (`decision::min_attempt_window`).
+    pub(crate) min_attempt_window: Duration,
+    /// A `Retry-After` still holds new copies back.
+    pub(crate) held: bool,
+}
+
+/// Why no hedge goes now (the running copies carry on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NoHedge {
+    CopiesInFlight,
+    AttemptsUsed,
+    TooLate,
+    Held,
+}
+
+/// May a hedge go now? Before the cap and the gates are asked (they count what
+/// they admit).
+pub(crate) fn may_hedge(facts: HedgeFacts) -> Result<(), NoHedge> {
+    if facts.held {
+        return Err(NoHedge::Held);
+    }
+    if facts.in_flight >= facts.max_copies {
+        return Err(NoHedge::CopiesInFlight);
+    }
+    if facts.sent >= facts.max_attempts {
+        return Err(NoHedge::AttemptsUsed);
+    }
+    if facts
+        .remaining
+        .is_some_and(|left| left < facts.min_attempt_window || left.is_zero())
+    {
+        return Err(NoHedge::TooLate);
+    }
+    Ok(())
+}
+
+/// The adaptive delay from an authority's latency samples: the `percentile`
+/// (nearest rank) once there are `min_samples`, never below `floor`; `None`
+/// (no hedge yet) with fewer samples.
+pub(crate) fn adaptive_delay(
+    samples: &mut [Duration],
+    percentile: f64,
+    min_samples: u32,
+    floor: Duration,
+) -> Option<Duration> {
+    if samples.is_empty() || samples.len() < min_samples as usize {
+        return None;
+    }
+    // Nearest rank: the smallest sample with at least `percentile` % at or below it.
+    let rank = (percentile / 100.0 * samples.len() as f64).ceil() as usize;
+    let index = rank.clamp(1, samples.len()) - 1;
+    let (_, at, _) = samples.select_nth_unstable(index);
+    Some((*at).max(floor))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::RetryCause;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    /// name, settings, method, keyed, durable, replayable, max attempts → hedged
+    type EligibleRow<'a> = (&'a str, &'a Hedging, Method, bool, bool, bool, u32, bool);
+    /// name, samples, percentile, min samples, floor → delay
+    type DelayRow = (
+        &'static str,
+        Vec<Duration>,
+        f64,
+        u32,
+        Duration,
+        Option<Duration>,
+    );
+
+    #[test]
+    fn which_intents_are_hedged() {
+        let default = Hedging::default();
+        let with_put = Hedging::default().methods([Method::GET, Method::PUT]);
+        #[rustfmt::skip]
+        let rows: [EligibleRow<'_>; 9] = [
+            ("a GET",                         &default,  Method::GET,    false, false, true,  3, true),
+            ("a HEAD",                        &default,  Method::HEAD,   false, false, true,  3, true),
+            ("a PUT not listed",              &default,  Method::PUT,    false, false, true,  3, false),
+            ("a PUT listed",                  &with_put, Method::PUT,    false, false, true,  3, true),
+            ("a POST is never hedged",        &default,  Method::POST,   true,  false, true,  3, false),
+            ("a keyed GET",                   &default,  Method::GET,    true,  false, true,  3, false),
+            ("a durable GET",                 &default,  Method::GET,    false, true,  true,  3, false),
+            ("a streamed body",               &with_put, Method::PUT,    false, false, false, 3, false),
+            ("one attempt leaves no copy",    &default,  Method::GET,    false, false, true,  1, false),
+        ];
+        for (name, hedging, method, keyed, durable, replayable, attempts, hedged) in rows {
+            assert_eq!(
+                eligible(hedging, &method, keyed, durable, replayable, attempts),
+                hedged,
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn what_a_copys_end_means() {
+        let pause = |delay, reason| Next::Pause {
+            delay,
+            reason,
+            cause: RetryCause::Transient,
+        };
+        #[rustfmt::skip]
+        let rows: [(&str, Next, bool, Step); 9] = [
+            ("a final answer wins at once",             Next::Deliver, true,  Step::Win),
+            ("the last copy's final answer wins",       Next::Deliver, false, Step::Win),
+            ("a 503 while another runs: launch now",    pause(Duration::ZERO, DelayReason::Backoff), true, Step::LaunchNow),
+            ("a 503 alone: launch now",                 pause(Duration::ZERO, DelayReason::Backoff), false, Step::LaunchNow),
+            ("Retry-After holds the next copy",         pause(300 * MS, DelayReason::RetryAfter), true, Step::LaunchAfter(300 * MS)),
+            ("attempts used while another runs: wait",  Next::GiveUp(GiveUpReason::AttemptsExhausted), true, Step::Wait),
+            ("a failure never beats a running copy",    Next::GiveUp(GiveUpReason::NotRetryable), true, Step::Wait),
+            ("the last copy's failure ends it",         Next::GiveUp(GiveUpReason::AttemptsExhausted), false, Step::GiveUp(GiveUpReason::AttemptsExhausted)),
+            ("out of time, nothing running",            Next::GiveUp(GiveUpReason::DeadlineExceeded), false, Step::GiveUp(GiveUpReason::DeadlineExceeded)),
+        ];
+        for (name, next, others, step) in rows {
+            assert_eq!(after_copy(next, others), step, "{name}");
+        }
+    }
+
+    #[test]
+    fn when_a_hedge_may_go() {
+        let ok = HedgeFacts {
+            in_flight: 1,
+            max_copies: 2,
+            sent: 1,
+            max_attempts: 3,
+            remaining: Some(1000 * MS),
+            min_attempt_window: 100 * MS,
+            held: false,
+        };
+        #[rustfmt::skip]
+        let rows: [(&str, HedgeFacts, Result<(), NoHedge>); 7] = [
+            ("one copy out, room for another", ok, Ok(())),
+            ("no deadline",                    HedgeFacts { remaining: None, ..ok }, Ok(())),
+            ("copies in flight at the most",   HedgeFacts { in_flight: 2, ..ok }, Err(NoHedge::CopiesInFlight)),
+            ("every copy counts as an attempt", HedgeFacts { sent: 3, ..ok }, Err(NoHedge::AttemptsUsed)),
+            ("too little time for a copy",     HedgeFacts { remaining: Some(99 * MS), ..ok }, Err(NoHedge::TooLate)),
+            ("no time at all",                 HedgeFacts { remaining: Some(Duration::ZERO), min_attempt_window: Duration::ZERO, ..ok }, Err(NoHedge::TooLate)),
+            ("a Retry-After holds copies",     HedgeFacts { held: true, ..ok }, Err(NoHedge::Held)),
+        ];
+        for (name, facts, expected) in rows {
+            assert_eq!(may_hedge(facts), expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn the_adaptive_delay() {
+        let samples = |n: u32| (1..=n).map(|i| MS * i).collect::<Vec<_>>();
+        #[rustfmt::skip]
+        let rows: [DelayRow; 6] = [
+            ("too few samples: no hedge",     samples(19),  95.0, 20, Duration::ZERO, None),
+            ("no samples",                    Vec::new(),   95.0, 1,  Duration::ZERO, None),
+            ("p95 of 1..=100 ms",             samples(100), 95.0, 20, Duration::ZERO, Some(95 * MS)),
+            ("p50 of 1..=20 ms",              samples(20),  50.0, 20, Duration::ZERO, Some(10 * MS)),
+            ("p99.9 of 20 is the largest",    samples(20),  99.9, 20, Duration::ZERO, Some(20 * MS)),
+            ("never below the floor",         samples(100), 95.0, 20, 200 * MS,       Some(200 * MS)),
+        ];
+        for (name, mut samples, p, min, floor, expected) in rows {
+            samples.reverse(); // any order
+            assert_eq!(
+                adaptive_delay(&mut samples, p, min, floor),
+                expected,
+                "{name}"
+            );
+        }
+    }
+}
