@@ -39,7 +39,7 @@ pub(crate) const SQLITE_UNACKNOWLEDGED: &str = "
 /// acknowledgement holds the row until it commits; this one then changes
 /// nothing and reports `first` false. The condition is kept on the row (see
 /// `on_the_row!` in the store's queries) so the key's index finds it.
-#[cfg(feature = "postgres")]
+#[cfg(any(feature = "postgres", feature = "sqlx"))]
 pub(crate) const POSTGRES_ACKNOWLEDGE: &str = concat!(
     "WITH acknowledged AS (
          UPDATE journal_intents SET acknowledged_ms = ",
