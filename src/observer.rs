@@ -234,7 +234,7 @@ impl HedgeEventKind {
 }
 
 impl<'a> HedgeEvent<'a> {
-    /// Identifies the intent (see [`IntentStart::intent_id`]).
+    /// Identifies the intent (see [`IntentStart::intent_id`](crate::IntentStart::intent_id)).
     pub fn intent_id(&self) -> RequestId {
         self.intent_id
     }
