@@ -1214,6 +1214,14 @@ fn an_adaptive_key_beside_a_fixed_delay_is_a_conflict() {
     .unwrap_err();
     assert_names(&error, "APP_HEDGING_FLOOR");
     assert!(error.to_string().contains("APP_HEDGING_DELAY"), "{error}");
+    // Laid over a file: the file's adaptive key is named, with the variable.
+    let error = toml_config("[hedging]\npercentile = 99.0")
+        .overridden_by_env_vars("APP", vars(&[("APP_HEDGING_DELAY", "50ms")]))
+        .unwrap()
+        .build()
+        .unwrap_err();
+    assert_names(&error, "hedging.percentile");
+    assert!(error.to_string().contains("APP_HEDGING_DELAY"), "{error}");
     // "adaptive" takes them.
     let policy = toml_config("[hedging]\ndelay = \"adaptive\"\npercentile = 99.0")
         .build()
