@@ -619,6 +619,15 @@ fn every_variable_is_its_toml_key_in_upper_case_under_the_prefix() {
         ("throttle.min_requests", "50", "50"),
         ("throttle.max_rejection_probability", "0.5", "0.5"),
         ("throttle.per_host", "false", "false"),
+        ("hedging", r#""on""#, "on"),
+        ("hedging.delay", r#""adaptive""#, "adaptive"),
+        ("hedging.percentile", "99.0", "99.0"),
+        ("hedging.min_samples", "50", "50"),
+        ("hedging.floor", r#""25ms""#, "25ms"),
+        ("hedging.max_copies", "3", "3"),
+        ("hedging.cap_ratio", "0.1", "0.1"),
+        ("hedging.cap_burst", "5", "5"),
+        ("hedging.methods", r#"["GET", "PUT"]"#, "GET,PUT"),
     ];
     let prefix = RetryPolicyConfig::DEFAULT_ENV_PREFIX;
     // An unknown variable's message lists the variables that exist: exactly these.
@@ -646,14 +655,14 @@ fn every_variable_is_its_toml_key_in_upper_case_under_the_prefix() {
         assert_eq!(from_env, toml_config(&toml_text), "{variable} is not {key}");
     }
     // Every variable the loader knows is in the table above.
-    assert_eq!(settings.len(), 37);
+    assert_eq!(settings.len(), 46);
 }
 
 /// The policy errors `invalid_policies_name_the_setting` finds in a file, written as
 /// environment variables: each names the variable that set the value, not the TOML path.
 #[test]
 fn invalid_policies_from_the_environment_name_the_variable() {
-    let cases: [(&[(&str, &str)], &str); 13] = [
+    let cases: [(&[(&str, &str)], &str); 14] = [
         (&[("APP_MAX_ATTEMPTS", "99")], "APP_MAX_ATTEMPTS"),
         (
             &[("APP_BACKOFF_BASE", "3s"), ("APP_BACKOFF_CAP", "2s")],
@@ -685,6 +694,7 @@ fn invalid_policies_from_the_environment_name_the_variable() {
         ),
         (&[("APP_BUDGET_RATIO", "5")], "APP_BUDGET_RATIO"),
         (&[("APP_BUDGET_WINDOW", "2h")], "APP_BUDGET_WINDOW"),
+        (&[("APP_HEDGING_MAX_COPIES", "9")], "APP_HEDGING_MAX_COPIES"),
     ];
     for (pairs, variable) in cases {
         let config = RetryPolicyConfig::from_env_vars("APP", vars(pairs))
@@ -1116,4 +1126,165 @@ fn gate_settings_out_of_range_name_their_key() {
             .starts_with("APP_THROTTLE_K: adaptive throttle K"),
         "{error}"
     );
+}
+
+/// `RESILIENCE_HEDGING=on` (or `hedging = "on"`) turns hedged requests on with
+/// `Hedging::default()`; another word is refused, naming the variable.
+#[test]
+fn hedging_is_switched_on_with_its_defaults() {
+    use reqwest_resilience::Hedging;
+
+    let prefix = RetryPolicyConfig::DEFAULT_ENV_PREFIX;
+    assert_eq!(toml_config("").build().unwrap().hedging(), None);
+    let policy = RetryPolicyConfig::from_env_vars(prefix, vars(&[("RESILIENCE_HEDGING", "on")]))
+        .unwrap()
+        .build()
+        .unwrap();
+    assert_eq!(policy.hedging(), Some(&Hedging::default()));
+    let policy = toml_config("hedging = \"on\"").build().unwrap();
+    assert_eq!(policy.hedging(), Some(&Hedging::default()));
+    let error = RetryPolicyConfig::from_env_vars(prefix, vars(&[("RESILIENCE_HEDGING", "off")]))
+        .unwrap_err();
+    assert_names(&error, "RESILIENCE_HEDGING");
+    let error = toml::from_str::<RetryPolicyConfig>("hedging = \"sometimes\"").unwrap_err();
+    assert!(error.to_string().contains("expected \"on\""), "{error}");
+
+    // A table sets the keys it names; the rest keep Hedging's defaults.
+    let policy = toml_config(
+        "[hedging]\ndelay = \"40ms\"\nmax_copies = 3\ncap_burst = 2\nmethods = [\"get\", \"PUT\"]",
+    )
+    .build()
+    .unwrap();
+    let expected = Hedging::fixed(40 * MS)
+        .max_copies(3)
+        .cap(0.05, 2)
+        .methods([Method::GET, Method::PUT]);
+    assert_eq!(policy.hedging(), Some(&expected));
+}
+
+/// Every hedging setting out of range names its key in a file and its variable
+/// from the environment, whether found while reading or when the policy is built.
+#[test]
+fn hedging_settings_out_of_range_name_their_key_or_variable() {
+    // key, as a file writes it, as a variable writes it, what the message says
+    let cases: [(&str, &str, &str, &str); 9] = [
+        ("delay", "\"0s\"", "0s", "must be above zero"),
+        ("delay", "\"soon\"", "soon", "invalid duration"),
+        ("percentile", "100.0", "100.0", "(0, 100)"),
+        ("min_samples", "0", "0", "at least 1"),
+        ("floor", "\"2h\"", "2h", "at most one hour"),
+        ("max_copies", "9", "9", "between 2 and 5"),
+        ("cap_ratio", "0.0", "0.0", "(0, 1]"),
+        (
+            "methods",
+            "[\"GET\", \"POST\"]",
+            "GET,POST",
+            "POST is not safe",
+        ),
+        ("methods", "[\"G ET\"]", "G ET", "method names"),
+    ];
+    for (key, value, text, problem) in cases {
+        let path = format!("hedging.{key}");
+        let error = toml_error(&format!("[hedging]\n{key} = {value}"));
+        assert_names(&error, &path);
+        assert!(error.to_string().contains(problem), "{error}");
+
+        let variable = format!("APP_HEDGING_{}", key.to_uppercase());
+        let error = RetryPolicyConfig::from_env_vars("APP", vars(&[(&variable, text)]))
+            .and_then(|config| config.build().map(drop))
+            .expect_err(&variable);
+        assert_names(&error, &variable);
+        assert!(error.to_string().starts_with(&variable), "{error}");
+    }
+}
+
+/// A key only the adaptive delay reads, beside a fixed delay, would be silently
+/// ignored: it is refused, naming it (or its variable).
+#[test]
+fn an_adaptive_key_beside_a_fixed_delay_is_a_conflict() {
+    let error = toml_error("[hedging]\ndelay = \"50ms\"\npercentile = 99.0");
+    assert_names(&error, "hedging.percentile");
+    assert!(matches!(error, ConfigError::Conflict { .. }), "{error:?}");
+    let error = RetryPolicyConfig::from_env_vars(
+        "APP",
+        vars(&[("APP_HEDGING_DELAY", "50ms"), ("APP_HEDGING_FLOOR", "5ms")]),
+    )
+    .unwrap()
+    .build()
+    .unwrap_err();
+    assert_names(&error, "APP_HEDGING_FLOOR");
+    assert!(error.to_string().contains("APP_HEDGING_DELAY"), "{error}");
+    // Laid over a file: the file's adaptive key is named, with the variable.
+    let error = toml_config("[hedging]\npercentile = 99.0")
+        .overridden_by_env_vars("APP", vars(&[("APP_HEDGING_DELAY", "50ms")]))
+        .unwrap()
+        .build()
+        .unwrap_err();
+    assert_names(&error, "hedging.percentile");
+    assert!(error.to_string().contains("APP_HEDGING_DELAY"), "{error}");
+    // "adaptive" takes them.
+    let policy = toml_config("[hedging]\ndelay = \"adaptive\"\npercentile = 99.0")
+        .build()
+        .unwrap();
+    assert_eq!(policy.hedging().unwrap().fixed_delay(), None);
+    // Hedging needs a second attempt: the error names the variable that turned it on.
+    let error = RetryPolicyConfig::from_env_vars(
+        "APP",
+        vars(&[("APP_MAX_ATTEMPTS", "1"), ("APP_HEDGING_MAX_COPIES", "3")]),
+    )
+    .unwrap()
+    .build()
+    .unwrap_err();
+    assert_names(&error, "APP_HEDGING_MAX_COPIES");
+    assert!(error.to_string().contains("max_attempts"), "{error}");
+}
+
+/// Hedging configured from the environment hedges a slow GET over loopback: the
+/// server receives the first copy and, no earlier than the configured delay, a
+/// second, whose answer the caller gets.
+#[tokio::test]
+async fn hedging_from_the_environment_hedges_a_slow_get() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use reqwest_resilience::ResilientClient;
+    use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+    let server = MockServer::start().await;
+    let seen = Arc::new(AtomicUsize::new(0));
+    let counter = seen.clone();
+    Mock::given(wiremock::matchers::method("GET"))
+        .respond_with(
+            move |_: &Request| match counter.fetch_add(1, Ordering::SeqCst) {
+                0 => ResponseTemplate::new(200)
+                    .set_body_string("slow")
+                    .set_delay(3 * S),
+                _ => ResponseTemplate::new(200).set_body_string("hedge"),
+            },
+        )
+        .expect(2)
+        .mount(&server)
+        .await;
+    let policy = RetryPolicyConfig::from_env_vars(
+        "APP",
+        vars(&[("APP_HEDGING", "on"), ("APP_HEDGING_DELAY", "100ms")]),
+    )
+    .unwrap()
+    .build()
+    .unwrap();
+    let started = Instant::now();
+    let response = ResilientClient::with_policy(policy)
+        .get(server.uri())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.text().await.unwrap(), "hedge");
+    let took = started.elapsed();
+    assert!(
+        took >= 100 * MS,
+        "the hedge went before its delay: {took:?}"
+    );
+    assert!(took < 2 * S, "the slow copy was awaited: {took:?}");
+    let received = server.received_requests().await.unwrap();
+    assert_eq!(received.len(), 2);
 }

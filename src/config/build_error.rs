@@ -95,6 +95,26 @@ mod tests {
                 "request_id_header",
             ),
         ];
+        // Every setting `Hedging::check` (and the build's attempts check) names is
+        // a key, so its error can name the variable that set it.
+        let hedging = [
+            "hedging",
+            "hedging.delay",
+            "hedging.percentile",
+            "hedging.min_samples",
+            "hedging.floor",
+            "hedging.max_copies",
+            "hedging.cap_ratio",
+            "hedging.methods",
+        ]
+        .map(|setting| {
+            let error = BuildError::Hedging {
+                setting,
+                problem: String::new(),
+            };
+            (error, None, setting)
+        });
+        let cases = cases.into_iter().chain(hedging);
         for (error, strategy, path) in cases {
             assert_eq!(
                 path_of(&error, strategy),

@@ -40,6 +40,13 @@ pub(super) struct DurationText(pub(super) String);
 #[serde(transparent)]
 pub(super) struct LimitText(pub(super) String);
 
+/// A hedge delay as written: a duration, or `"adaptive"` (the authority's latency
+/// percentile). A word of its own rather than "leave the key out", so that a
+/// variable laid over a file with a fixed delay can turn it back to adaptive.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+#[serde(transparent)]
+pub(super) struct DelayText(pub(super) String);
+
 impl DurationText {
     /// The duration; an error names `field`.
     pub(super) fn parse(&self, field: &str) -> Result<Duration, ConfigError> {
@@ -66,6 +73,23 @@ impl LimitText {
     pub(super) fn checked(field: &str, text: &str) -> Result<Self, ConfigError> {
         let limit = Self(text.to_owned());
         limit.parse(field).map(|_| limit)
+    }
+}
+
+impl DelayText {
+    /// The fixed delay, or `None` for `"adaptive"`; an error names `field`.
+    pub(super) fn parse(&self, field: &str) -> Result<Option<Duration>, ConfigError> {
+        if self.0.trim().eq_ignore_ascii_case("adaptive") {
+            Ok(None)
+        } else {
+            duration_setting(field, &self.0).map(Some)
+        }
+    }
+
+    /// Checks `text` (read from the variable `field`) and keeps it.
+    pub(super) fn checked(field: &str, text: &str) -> Result<Self, ConfigError> {
+        let delay = Self(text.to_owned());
+        delay.parse(field).map(|_| delay)
     }
 }
 
@@ -98,6 +122,16 @@ impl<'de> Deserialize<'de> for LimitText {
         deserializer
             .deserialize_str(TextVisitor(
                 r#"a duration such as "5s", or "none" for no limit"#,
+            ))
+            .map(Self)
+    }
+}
+
+impl<'de> Deserialize<'de> for DelayText {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer
+            .deserialize_str(TextVisitor(
+                r#"a duration such as "50ms", or "adaptive" for the latency percentile"#,
             ))
             .map(Self)
     }

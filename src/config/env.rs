@@ -146,7 +146,11 @@ impl RetryPolicyConfig {
     ///   file's durations belong to the file's strategy);
     /// * `{prefix}_BUDGET_*` replace keys of the file's `budget` table (or of the
     ///   default budget if the file has none or says `"unlimited"`);
-    ///   `{prefix}_BUDGET=unlimited` replaces the table.
+    ///   `{prefix}_BUDGET=unlimited` replaces the table;
+    /// * `{prefix}_HEDGING_*` replace keys of the file's `hedging` table (and turn
+    ///   hedging on); a fixed `{prefix}_HEDGING_DELAY` over a file whose table sets
+    ///   `percentile`, `min_samples` or `floor` is a conflict naming that key, since
+    ///   a fixed delay would ignore it.
     ///
     /// An error found when the policy is built names the variable for a setting the
     /// environment gave, and the TOML path for one the file gave.

@@ -4,7 +4,7 @@
 //! names the variable.
 
 use super::choice::{Choice, KeyAttachmentSetting, KeyFormatSetting, Strategy};
-use super::duration::{DurationText, LimitText};
+use super::duration::{DelayText, DurationText, LimitText};
 use super::error::ConfigError;
 use crate::StatusSet;
 
@@ -102,6 +102,14 @@ impl Kind for DurationText {
 }
 
 impl Kind for LimitText {
+    const ENV_FORM: &'static str = AS_IN_A_FILE;
+
+    fn from_env(var: &str, text: &str, _: &str) -> Result<Self, ConfigError> {
+        Self::checked(var, text)
+    }
+}
+
+impl Kind for DelayText {
     const ENV_FORM: &'static str = AS_IN_A_FILE;
 
     fn from_env(var: &str, text: &str, _: &str) -> Result<Self, ConfigError> {

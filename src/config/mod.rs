@@ -16,10 +16,10 @@
 //!
 //! One file per concern, imports running one way (each file only uses those
 //! listed after it): `env` (the environment loader) and `to_builder` (the
-//! conversion to a builder, with `backoff_table`, `budget_table` and
-//! `build_error`) and `message` (how errors read) → `settings` (the rows and the
-//! structs serde reads) → `row` (what a row is) and `kind` (how a variable writes
-//! each kind of value) → `choice` (settings spelt as names), `duration`
+//! conversion to a builder, with `backoff_table`, `budget_table`, `gates_table`,
+//! `hedging_table` and `build_error`) and `message` (how errors read) → `settings`
+//! (the rows and the structs serde reads) → `row` (what a row is), `switch` (the
+//! `"on"` keys) and `kind` (how a variable writes each kind of value) → `choice` (settings spelt as names), `duration`
 //! (human-readable durations) and `origins` (which variable set what) → `error`.
 //! The configuration uses the crate's public types only, as a user would; nothing
 //! else in the crate imports it.
@@ -31,13 +31,14 @@ mod choice;
 mod duration;
 mod env;
 mod error;
-mod gate_switch;
 mod gates_table;
+mod hedging_table;
 mod kind;
 mod message;
 mod origins;
 mod row;
 mod settings;
+mod switch;
 mod to_builder;
 
 #[cfg(test)]

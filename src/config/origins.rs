@@ -14,9 +14,13 @@ impl Origins {
     }
 
     /// The name an error about `path` should use: the variable that set it, or the
-    /// path itself.
+    /// path itself. An error about a whole table (`hedging`, which needs two
+    /// attempts or more) that only its keys' variables turned on names the first of
+    /// those: an operator who set only variables should be pointed at one.
     pub(super) fn name_of(&self, path: &str) -> String {
+        let table = format!("{path}.");
         self.variable_of(path)
+            .or_else(|| self.variable_where(|known| known.starts_with(&table)))
             .map_or_else(|| path.to_owned(), str::to_owned)
     }
 

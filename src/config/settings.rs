@@ -17,16 +17,16 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
 use super::choice::{KeyAttachmentSetting, KeyFormatSetting, Strategy};
-use super::duration::{DurationText, LimitText};
+use super::duration::{DelayText, DurationText, LimitText};
 use super::error::ConfigError;
-use super::gate_switch;
 use super::kind::{status_set, Kind};
 use super::origins::Origins;
 use super::row::{apply_if_set, settings_table, Applies, Row};
+use super::switch;
 
 /// Every key's row: the top-level keys, then the `backoff` table's, then `budget`
 /// and the `budget` table's, then `breaker` and its table's, `throttle` and its
-/// table's.
+/// table's, `hedging` and its table's.
 pub(super) fn rows() -> impl Iterator<Item = &'static Row<RetryPolicyConfig>> {
     RetryPolicyConfig::ROWS
         .iter()
@@ -37,6 +37,8 @@ pub(super) fn rows() -> impl Iterator<Item = &'static Row<RetryPolicyConfig>> {
         .chain(BreakerSettings::ROWS)
         .chain(THROTTLE)
         .chain(ThrottleSettings::ROWS)
+        .chain(HEDGING)
+        .chain(HedgingSettings::ROWS)
 }
 
 settings_table! {
@@ -66,6 +68,9 @@ settings_table! {
     /// adds a [`CircuitBreaker`](crate::CircuitBreaker) gate and a `[throttle]` table
     /// an [`AdaptiveThrottle`](crate::AdaptiveThrottle) gate (in that order); a key
     /// left out keeps that gate's default, and `rng_seed` also seeds the throttle.
+    /// A `[hedging]` table (or `hedging = "on"`) turns on
+    /// [hedged requests](crate::Hedging), a key left out keeping
+    /// [`Hedging::default`](crate::Hedging)'s value.
     ///
     #[doc = include_str!("settings.md")]
     ///
@@ -257,15 +262,21 @@ settings_table! {
         #[serde(
             default,
             skip_serializing_if = "Option::is_none",
-            deserialize_with = "super::gate_switch::table_or_on"
+            deserialize_with = "super::switch::table_or_on"
         )]
         breaker: Option<BreakerSettings>,
         #[serde(
             default,
             skip_serializing_if = "Option::is_none",
-            deserialize_with = "super::gate_switch::table_or_on"
+            deserialize_with = "super::switch::table_or_on"
         )]
         throttle: Option<ThrottleSettings>,
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            deserialize_with = "super::switch::table_or_on"
+        )]
+        hedging: Option<HedgingSettings>,
         /// The environment variable that set each setting, so that an error found
         /// only when the policy is built still names the variable.
         #[serde(skip)]
@@ -384,6 +395,46 @@ settings_table! {
     }
 }
 
+settings_table! {
+    /// The `hedging` table: [`Hedging`](crate::Hedging) for the policy, built on top
+    /// of [`Hedging::default`](crate::Hedging)'s values (see `hedging_table.rs`).
+    /// Present, even empty, it turns hedged requests on.
+    pub(super) struct HedgingSettings at "hedging." in (hedging_table, hedging_table_mut) {
+        delay: DelayText {
+            value: r#"a duration (a fixed delay), or `"adaptive"`: the authority's latency percentile"#,
+            example: r#""50ms""#,
+        }
+        percentile: f64 {
+            value: "a number in (0, 100): the adaptive delay's percentile",
+            example: "99.0",
+        }
+        min_samples: u32 {
+            value: "a whole number, at least 1: the answers seen before an adaptive delay hedges",
+            example: "50",
+        }
+        floor: DurationText {
+            value: "a duration: the shortest adaptive delay",
+            example: r#""25ms""#,
+        }
+        max_copies: u32 {
+            value: "a whole number from 2 to 5: the copies in flight at once, the first included",
+            example: "3",
+        }
+        cap_ratio: f64 {
+            value: "a number in (0, 1]: the share of hedge-eligible intents that may be hedged",
+            example: "0.1",
+        }
+        cap_burst: u32 {
+            value: "a whole number: the hedges allowed over the share in each window",
+            example: "5",
+        }
+        methods: Vec<String> {
+            value: "the methods hedged, of GET, HEAD, OPTIONS, PUT and DELETE (replaces the default GET, HEAD, OPTIONS)",
+            example: r#"["GET", "PUT", "DELETE"]"#,
+        }
+    }
+}
+
 /// The `budget` key itself: `"unlimited"`, which takes no `budget.*` keys.
 const BUDGET: &[Row<RetryPolicyConfig>] = &[Row {
     path: "budget",
@@ -415,14 +466,14 @@ const BUDGET: &[Row<RetryPolicyConfig>] = &[Row {
     applies: Applies::WithItsTable,
 }];
 
-/// The rows that switch a gate on: `breaker` and `throttle`.
+/// The rows that switch a gate on: `breaker` and `throttle` (and, below, `hedging`).
 const BREAKER: &[Row<RetryPolicyConfig>] = &[Row {
     path: "breaker",
     value: r#"`"on"` for a circuit breaker with its defaults, or a table of the `breaker.*` keys"#,
     example: r#""on""#,
     env_form: "`on` (the `BREAKER_*` variables set its keys)",
     read_env: |config, var, text| {
-        gate_switch::switch_on(var, text)?;
+        switch::switch_on(var, text)?;
         config.breaker.get_or_insert_with(Default::default);
         Ok(())
     },
@@ -441,13 +492,32 @@ const THROTTLE: &[Row<RetryPolicyConfig>] = &[Row {
     example: r#""on""#,
     env_form: "`on` (the `THROTTLE_*` variables set its keys)",
     read_env: |config, var, text| {
-        gate_switch::switch_on(var, text)?;
+        switch::switch_on(var, text)?;
         config.throttle.get_or_insert_with(Default::default);
         Ok(())
     },
     layer: |over, merged| {
         if over.throttle.is_some() {
             merged.throttle.get_or_insert_with(Default::default);
+        }
+    },
+    applies: Applies::WithItsTable,
+}];
+
+/// See [`BREAKER`]: hedged requests with [`Hedging::default`](crate::Hedging).
+const HEDGING: &[Row<RetryPolicyConfig>] = &[Row {
+    path: "hedging",
+    value: r#"`"on"` for hedged requests with their defaults, or a table of the `hedging.*` keys"#,
+    example: r#""on""#,
+    env_form: "`on` (the `HEDGING_*` variables set its keys)",
+    read_env: |config, var, text| {
+        switch::switch_on(var, text)?;
+        config.hedging.get_or_insert_with(Default::default);
+        Ok(())
+    },
+    layer: |over, merged| {
+        if over.hedging.is_some() {
+            merged.hedging.get_or_insert_with(Default::default);
         }
     },
     applies: Applies::WithItsTable,
@@ -492,6 +562,14 @@ fn throttle_table_mut(config: &mut RetryPolicyConfig) -> &mut ThrottleSettings {
     config
         .throttle
         .get_or_insert_with(ThrottleSettings::default)
+}
+
+fn hedging_table(config: &RetryPolicyConfig) -> Option<&HedgingSettings> {
+    config.hedging.as_ref()
+}
+
+fn hedging_table_mut(config: &mut RetryPolicyConfig) -> &mut HedgingSettings {
+    config.hedging.get_or_insert_with(HedgingSettings::default)
 }
 
 fn budget_table(config: &RetryPolicyConfig) -> Option<&BudgetSettings> {

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use super::gates_table::{breaker, throttle};
 use super::row::{env_text, Row};
 use super::settings::{rows, RetryPolicyConfig};
-use crate::{AdaptiveThrottle, CircuitBreaker, RetryPolicy};
+use crate::{AdaptiveThrottle, CircuitBreaker, Hedging, RetryPolicy};
 
 /// The prefix the doc table of variables uses.
 const PREFIX: &str = RetryPolicyConfig::DEFAULT_ENV_PREFIX;
@@ -51,7 +51,35 @@ const READ_BACK: &[(&str, Getter)] = &[
     ("budget.window", |p| format!("{:?}", p.budget().window())),
     ("budget.reserve", |p| p.budget().reserve().to_string()),
     ("budget.per_host", |p| p.budget().is_per_host().to_string()),
+    ("hedging", |p| p.hedging().is_some().to_string()),
+    ("hedging.delay", |p| {
+        format!("{:?}", hedging_of(p).fixed_delay())
+    }),
+    ("hedging.percentile", |p| {
+        hedging_of(p).percentile.to_string()
+    }),
+    ("hedging.min_samples", |p| {
+        hedging_of(p).min_samples.to_string()
+    }),
+    ("hedging.floor", |p| format!("{:?}", hedging_of(p).floor)),
+    ("hedging.max_copies", |p| hedging_of(p).copies().to_string()),
+    ("hedging.cap_ratio", |p| {
+        hedging_of(p).cap_limits().0.to_string()
+    }),
+    ("hedging.cap_burst", |p| {
+        hedging_of(p).cap_limits().1.to_string()
+    }),
+    ("hedging.methods", |p| {
+        format!("{:?}", hedging_of(p).methods)
+    }),
 ];
+
+/// A policy's hedging, or the defaults when it has none: a `hedging.*` key alone
+/// turns hedging on, so comparing with "off" would pass for any value; compared
+/// with the defaults, the key's own value must arrive.
+fn hedging_of(policy: &RetryPolicy) -> Hedging {
+    policy.hedging().cloned().unwrap_or_default()
+}
 
 /// A gate's value of one key, as text to compare: the policy keeps its gates behind
 /// the `Gate` trait, so a gate key reads back from the gate its table builds.

@@ -9,6 +9,7 @@ use super::budget_table::budget;
 use super::build_error::path_of;
 use super::error::ConfigError;
 use super::gates_table::{breaker, throttle};
+use super::hedging_table::hedging;
 use super::row::Applies;
 use super::settings::{rows, BudgetConfig, RetryPolicyConfig};
 use crate::{RetryPolicy, RetryPolicyBuilder};
@@ -32,7 +33,9 @@ impl RetryPolicyConfig {
     /// ([`ConfigError::Breaker`], [`ConfigError::Throttle`]). A `breaker` table adds a
     /// [`CircuitBreaker`](crate::CircuitBreaker) gate and a `throttle` table an
     /// [`AdaptiveThrottle`](crate::AdaptiveThrottle) gate, in that order, after any gate
-    /// already on the builder. The policy's own range checks (attempts, base ≤ cap, …)
+    /// already on the builder. A `hedging` table turns on [`Hedging`](crate::Hedging)
+    /// (a key of the adaptive delay beside a fixed `delay` is a
+    /// [`ConfigError::Conflict`]; its ranges are checked by `build`). The policy's own range checks (attempts, base ≤ cap, …)
     /// are left to the builder.
     pub fn to_builder(&self) -> Result<RetryPolicyBuilder, ConfigError> {
         let mut builder = RetryPolicyBuilder::new();
@@ -57,6 +60,9 @@ impl RetryPolicyConfig {
         if let Some(settings) = &self.throttle {
             builder = builder.gate(throttle(settings, &self.origins, self.rng_seed)?);
         }
+        if let Some(settings) = &self.hedging {
+            builder = builder.hedging(hedging(settings, &self.origins)?);
+        }
         Ok(builder)
     }
 
@@ -66,7 +72,8 @@ impl RetryPolicyConfig {
     /// # Errors
     /// Everything [`to_builder`](Self::to_builder) reports, and the builder's
     /// [`BuildError`](crate::BuildError) as [`ConfigError::Policy`] with the setting it is about
-    /// (`max_attempts`, `backoff.base`, `deadline`, `attempt_timeout`…).
+    /// (`max_attempts`, `backoff.base`, `deadline`, `attempt_timeout`,
+    /// `hedging.max_copies`…).
     pub fn build(&self) -> Result<RetryPolicy, ConfigError> {
         self.to_builder()?
             .build()

@@ -151,6 +151,12 @@ impl Hedging {
         self.max_copies
     }
 
+    /// The cap: the share of hedge-eligible intents that may be hedged, and the
+    /// hedges allowed over it per window (see [`cap`](Self::cap)).
+    pub fn cap_limits(&self) -> (f64, u32) {
+        (self.cap_ratio, self.cap_burst)
+    }
+
     /// The first setting that makes no sense, as `(setting, problem)`.
     pub(crate) fn check(&self) -> Result<(), (&'static str, String)> {
         if let Some(delay) = self.fixed {

@@ -12,6 +12,8 @@ use reqwest_resilience::{
 };
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
+mod breaker;
+
 const MS: Duration = Duration::from_millis(1);
 
 /// Answers the n-th request (from 0) with `answers[n]` (the last one again past
@@ -193,6 +195,81 @@ async fn the_cap_refuses_hedges_after_its_burst() {
     // 2 copies for the first intent, then 1 each: the refused hedges never
     // made an intent fail.
     assert_eq!(received(&server).await.len(), 4);
+}
+
+/// The adaptive delay over loopback: no hedge before `min_samples` answers were
+/// seen, then a hedge after the percentile of what was seen, not before.
+#[tokio::test]
+async fn the_adaptive_delay_waits_for_its_samples_then_hedges_after_the_percentile() {
+    let script = Script::new(vec![
+        answer(200, "a", 200),
+        answer(200, "b", 200),
+        // Slow, but only 2 answers of 3 were seen: not hedged.
+        answer(200, "c", 700),
+        answer(200, "slow", 3_000),
+        answer(200, "hedge", 0),
+    ]);
+    let server = serve(&script).await;
+    let client = client(Hedging::adaptive(50.0).min_samples(3).floor(10 * MS));
+    for body in ["a", "b", "c"] {
+        let response = client.get(server.uri()).send().await.unwrap();
+        assert_eq!(response.text().await.unwrap(), body);
+    }
+    assert_eq!(
+        received(&server).await.len(),
+        3,
+        "no hedge before 3 samples"
+    );
+
+    // Samples of at least 200, 200 and 700 ms: the median is at least 200 ms.
+    let started = Instant::now();
+    let response = client.get(server.uri()).send().await.unwrap();
+    assert_eq!(response.text().await.unwrap(), "hedge");
+    assert!(
+        started.elapsed() < 2_000 * MS,
+        "the slow copy was not awaited"
+    );
+    let arrivals = script.arrivals.lock().unwrap().clone();
+    assert_eq!(arrivals.len(), 5);
+    let hedged_after = arrivals[4] - arrivals[3];
+    assert!(
+        hedged_after >= 200 * MS,
+        "hedged before the percentile: {hedged_after:?}"
+    );
+}
+
+/// PUT and DELETE are hedged only when listed, never by default; a listed PUT's
+/// hedge carries the same body.
+#[tokio::test]
+async fn put_and_delete_are_hedged_only_when_listed() {
+    use http::Method;
+
+    let default = Hedging::fixed(50 * MS);
+    let listed = Hedging::fixed(50 * MS).methods([Method::GET, Method::PUT, Method::DELETE]);
+    for (hedging, copies) in [(default, 1), (listed, 2)] {
+        for method in [Method::PUT, Method::DELETE] {
+            let script = Script::new(vec![answer(200, "slow", 400), answer(200, "hedge", 0)]);
+            let server = serve(&script).await;
+            let response = client(hedging.clone())
+                .request(method.clone(), format!("{}/item/7", server.uri()))
+                .body("{\"v\":1}")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 200);
+            let requests = received(&server).await;
+            assert_eq!(requests.len(), copies, "{method} with {hedging:?}");
+            for request in &requests {
+                assert_eq!(request.method.as_str(), method.as_str());
+                assert_eq!(request.url.path(), "/item/7");
+                assert_eq!(request.body, b"{\"v\":1}");
+                assert!(
+                    !request.headers.contains_key("idempotency-key"),
+                    "{method} is unkeyed by default"
+                );
+            }
+        }
+    }
 }
 
 #[tokio::test]

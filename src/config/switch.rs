@@ -1,12 +1,12 @@
-//! `breaker = "on"` / `throttle = "on"` (and `{PREFIX}_BREAKER=on`): a gate with its
-//! builder's defaults, for an operator who only needs to switch it on. A table of
-//! the gate's keys says the same and sets them too.
+//! `breaker = "on"`, `throttle = "on"`, `hedging = "on"` (and `{PREFIX}_BREAKER=on`…):
+//! a gate, or hedged requests, with the builder's defaults, for an operator who only
+//! needs to switch it on. A table of its keys says the same and sets them too.
 
 use serde::{Deserialize, Deserializer};
 
 use super::error::ConfigError;
 
-/// A gate's key: `"on"`, or the table of its settings.
+/// A switched key: `"on"`, or the table of its settings.
 pub(super) fn table_or_on<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
 where
     D: Deserializer<'de>,
@@ -22,7 +22,7 @@ where
         Written::Table(table) => Ok(Some(table)),
         Written::Switch(text) if text.eq_ignore_ascii_case("on") => Ok(Some(T::default())),
         Written::Switch(text) => Err(serde::de::Error::custom(format!(
-            r#"expected "on" or a table of the gate's keys, got "{text}""#
+            r#"expected "on" or a table of its keys, got "{text}""#
         ))),
     }
 }
@@ -35,6 +35,6 @@ pub(super) fn switch_on(var: &str, text: &str) -> Result<(), ConfigError> {
     Err(ConfigError::InvalidValue {
         field: var.to_owned(),
         value: text.to_owned(),
-        expected: format!(r#""on" (set {var}_* for the gate's own settings)"#),
+        expected: format!(r#""on" (set {var}_* for its own settings)"#),
     })
 }
