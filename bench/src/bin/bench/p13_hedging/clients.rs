@@ -91,7 +91,12 @@ pub struct HedgeLog {
     pub won: AtomicU64,
     pub refused_by_cap: AtomicU64,
     pub refused_by_gate: AtomicU64,
+    /// The first few errors intents ended with, for the run's log.
+    pub errors: Mutex<Vec<String>>,
 }
+
+/// Errors kept per row.
+const ERRORS_KEPT: usize = 5;
 
 struct Watch(Arc<HedgeLog>);
 
@@ -199,13 +204,19 @@ impl RowClient {
     pub async fn get(&self, url: &str) -> Answer {
         let called = Instant::now();
         let (status, returned) = match self {
-            RowClient::Crate { client, .. } => match client.get(url).send().await {
+            RowClient::Crate { client, log } => match client.get(url).send().await {
                 Ok(response) => {
                     let returned = called.elapsed();
                     (drain(response).await.status, returned)
                 }
                 Err(error) => {
                     let returned = called.elapsed();
+                    {
+                        let mut errors = log.errors.lock().unwrap_or_else(|e| e.into_inner());
+                        if errors.len() < ERRORS_KEPT {
+                            errors.push(format!("{url}: {error}"));
+                        }
+                    }
                     let status = error.last_status();
                     match error.into_response() {
                         Some(response) => (drain(response).await.status, returned),
