@@ -344,8 +344,9 @@ fn render(plan: &Plan, report: &mut Report, rows: &[Measured]) {
          period), then {n} measured intents per row ({outage} in the outage). Extra load \
          is counted **at the server**: (requests received − intents) ÷ intents, a \
          cancelled copy that reached it included. Rows, all GET: this crate with hedging \
-         off; `Hedging::fixed(3 ms).cap(0.05, 10)` (the p95 a client sees, rounded up to \
-         the millisecond tokio's timer keeps); `Hedging::adaptive(95.0)` at its defaults \
+         off; `Hedging::fixed(3 ms).cap(0.05, 10)` (about the distribution's p95: the 2 ms \
+         base plus the client's own time, rounded up to the millisecond tokio's timer \
+         keeps; on a loaded host the p95 a client sees is higher, see the p95 column); `Hedging::adaptive(95.0)` at its defaults \
          (min samples 20, **floor 10 ms**); for reference the adaptive one with a 1 ms \
          floor; `tower::hedge::Hedge::new(reqwest::Client, policy, 20, 0.95, 1 s)` (tower \
          0.5.3: min data points, percentile, histogram period; there is no \

@@ -20,8 +20,8 @@ use super::server::MEASURED_PATH;
 
 /// The deadline every intent of this crate's rows carries.
 pub const DEADLINE: Duration = Duration::from_secs(1);
-/// The fixed row's delay: the distribution's p95 as a client sees it (base 2 ms,
-/// answered in 2.1–2.5 ms), rounded up to the millisecond tokio's timer keeps.
+/// The fixed row's delay: about the distribution's p95 (base 2 ms, answered in
+/// 2.1–2.5 ms on a quiet host), rounded up to the millisecond tokio's timer keeps.
 pub const FIXED_DELAY: Duration = Duration::from_millis(3);
 /// The hedge cap of the crate's rows (its defaults, set out loud).
 pub const CAP_RATIO: f64 = 0.05;
