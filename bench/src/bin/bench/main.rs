@@ -26,7 +26,9 @@
 //! layer on an axum route, in process and at 32 concurrent over HTTP), P12 the outbox
 //! (what an enqueue adds to a business transaction, commit-to-first-byte with the
 //! relay in another process — the `p12_relay` binary, started as a child — and the
-//! relay's rate against the database's). P8 needs a counting global allocator, and a global allocator applies to
+//! relay's rate against the database's), P13 hedged requests (this crate's fixed and
+//! adaptive hedging against its unhedged self and `tower::hedge`, on a seeded slow
+//! tail, beside fast 503s and through an outage). P8 needs a counting global allocator, and a global allocator applies to
 //! a whole binary, so it runs in a binary of its own (`p8_allocs`, see
 //! `src/bin/p8_allocs.rs`) that this one builds and runs as a child process (P1–P7
 //! keep the system allocator). The program prints one markdown table per figure and
@@ -36,6 +38,7 @@ mod load;
 mod p10_durable;
 mod p11_endpoints;
 mod p12_outbox;
+mod p13_hedging;
 mod p1_overhead;
 mod p2_throughput;
 mod p3_amplification;
@@ -61,7 +64,7 @@ use reqwest_resilience_bench::server::{self, Server};
 use plan::Plan;
 use report::{summary_line, Report};
 
-const USAGE: &str = "usage: bench [--quick] [--write] [--only p1,p2,…,p12] \
+const USAGE: &str = "usage: bench [--quick] [--write] [--only p1,p2,…,p13] \
                      [--profile bare|bare-timeout|floor|resilience|\
                      resilience-no-timer|reqwest-retry|builtin|backon N]";
 
@@ -190,6 +193,9 @@ fn main() {
         }
         if wanted("p12") {
             p12_outbox::run(&plan, &mut report).await;
+        }
+        if wanted("p13") {
+            p13_hedging::run(&plan, &mut report).await;
         }
     });
     drop(runtime);

@@ -35,6 +35,12 @@ pub struct Plan {
     pub p12_load: Duration,
     /// P12: queued intents each relay-rate round drains.
     pub p12_backlog: usize,
+    /// P13: runs (each figure is the worst of them), measured intents per row,
+    /// warm-up intents before them, measured intents in the outage rows.
+    pub p13_runs: usize,
+    pub p13_intents: usize,
+    pub p13_warmup: usize,
+    pub p13_outage_intents: usize,
 }
 
 impl Plan {
@@ -65,6 +71,10 @@ impl Plan {
                 p12_idle_intents: 100,
                 p12_load: Duration::from_secs(2),
                 p12_backlog: 1_000,
+                p13_runs: 1,
+                p13_intents: 2_000,
+                p13_warmup: 2_000,
+                p13_outage_intents: 6_000,
             }
         } else {
             Plan {
@@ -92,6 +102,10 @@ impl Plan {
                 p12_idle_intents: 500,
                 p12_load: Duration::from_secs(5),
                 p12_backlog: 3_000,
+                p13_runs: 3,
+                p13_intents: 10_000,
+                p13_warmup: 2_000,
+                p13_outage_intents: 24_000,
             }
         }
     }

@@ -55,6 +55,16 @@ pub struct Summary {
     pub p12_commit_to_byte_p99_ms: Option<f64>,
     /// Relay intents/s ÷ its row writes' raw rate (P12).
     pub p12_relay_ratio: Option<f64>,
+    /// Hedged ÷ unhedged p99 and p99.9, the better of the fixed and adaptive rows,
+    /// worst run (P13).
+    pub p13_p99_ratio: Option<f64>,
+    pub p13_p999_ratio: Option<f64>,
+    /// That row's extra requests at the server ÷ intents, worst run (P13).
+    pub p13_extra: Option<f64>,
+    /// That row's p99 ÷ tower::hedge's, worst run (P13).
+    pub p13_tower_p99_ratio: Option<f64>,
+    /// Cap windows with hedges over the cap in the outage rows, all runs (P13).
+    pub p13_outage_over_cap: Option<usize>,
 }
 
 /// One row of the final targets table.
@@ -127,7 +137,8 @@ pub fn summary_line(s: &Summary) -> String {
          p9_refused_at_5pct={} p9_cold_refused={} p9_isolation_refused={} p10_sqlite={} \
          p10_postgres={} p11={} p11_added_us={} p11_sqlite={} p11_postgres={} \
          p12_enqueue_ratio={} p12_enqueue_ratio_32={} p12_notify_ratio_32={} \
-         p12_commit_to_byte_p99_ms={} p12_relay_ratio={}",
+         p12_commit_to_byte_p99_ms={} p12_relay_ratio={} p13_p99_ratio={} p13_p999_ratio={} \
+         p13_extra={} p13_tower_p99_ratio={} p13_outage_over_cap={}",
         or_na(s.p1, |v| format!("{v:.3}")),
         or_na(s.p1_floor, |v| format!("{v:.3}")),
         or_na(s.p2, |v| format!("{v:.3}")),
@@ -155,5 +166,10 @@ pub fn summary_line(s: &Summary) -> String {
         or_na(s.p12_notify_ratio_32, |v| format!("{v:.3}")),
         or_na(s.p12_commit_to_byte_p99_ms, |v| format!("{v:.1}")),
         or_na(s.p12_relay_ratio, |v| format!("{v:.3}")),
+        or_na(s.p13_p99_ratio, |v| format!("{v:.3}")),
+        or_na(s.p13_p999_ratio, |v| format!("{v:.3}")),
+        or_na(s.p13_extra, |v| format!("{v:.4}")),
+        or_na(s.p13_tower_p99_ratio, |v| format!("{v:.3}")),
+        or_na(s.p13_outage_over_cap, |v| v.to_string()),
     )
 }
