@@ -76,7 +76,7 @@ client_instructions() { # row count
     awk '/^(summary|totals):/ { print $2; exit }' "$out/run.$2-01"
 }
 printf '| row | client instructions / request |\n|:---|---:|\n'
-for row in bare "partial floor" floor then now; do
+for row in bare "partial floor" floor then now "now, hedged"; do
     # Two lengths, so that start-up, connection and warm-up cancel out.
     low=$(client_instructions "$row" 1000)
     high=$(client_instructions "$row" 3000)

@@ -85,6 +85,22 @@ macro_rules! resilient_client {
     }};
 }
 
+/// The "now" row's client with hedging on (fixed 1 s, which no answer here reaches).
+fn hedged_client() -> now::ResilientClient {
+    let policy = now::RetryPolicy::builder()
+        .max_attempts(ATTEMPTS)
+        .backoff(now::Backoff::full_jitter(BASE, CAP))
+        .hedging(now::Hedging::fixed(Duration::from_secs(1)))
+        .build()
+        .expect("valid policy");
+    let builder = reqwest::Client::builder()
+        .no_proxy()
+        .tcp_nodelay(true)
+        .pool_max_idle_per_host(256)
+        .pool_idle_timeout(Duration::from_secs(90));
+    now::ResilientClient::from_builder(builder, policy).expect("client")
+}
+
 fn rows() -> Vec<(&'static str, Arc<Row>)> {
     // The bench's own clients for the rows it has, built as P1 builds them.
     let reqwest_of = |peer| match &*peers::build(peer, Settings::COMPARABLE) {
@@ -108,6 +124,9 @@ fn rows() -> Vec<(&'static str, Arc<Row>)> {
         ),
         ("then", Arc::new(Row::Then(resilient_client!(then)))),
         ("now", Arc::new(Row::Now(resilient_client!(now)))),
+        // Hedging on, its delay far above the loopback server's answer: the first
+        // copy always wins, so the row is the cost of the hedged path itself.
+        ("now, hedged", Arc::new(Row::Now(hedged_client()))),
     ]
 }
 

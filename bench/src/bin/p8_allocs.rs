@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 use metrics_exporter_prometheus::PrometheusBuilder;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use reqwest::StatusCode;
-use reqwest_resilience::{Backoff, Metrics, ResilientClient, RetryPolicy};
+use reqwest_resilience::{Backoff, Hedging, Metrics, ResilientClient, RetryPolicy};
 use reqwest_resilience_bench::alloc_count::{count, Counting, CountingAllocator, Counts};
 use reqwest_resilience_bench::floor::{self, Step};
 use reqwest_resilience_bench::markdown::table;
@@ -53,6 +53,9 @@ enum Row {
     Peer(Peer),
     Floor(Step),
     Metrics(Recorder),
+    /// reqwest-resilience with hedging on, its delay (1 s) far above every answer
+    /// here: the first copy always wins, so the row is the hedged path's own cost.
+    Hedged,
 }
 
 /// reqwest-resilience with the `Metrics` observer attached, recording into this
@@ -78,6 +81,7 @@ impl Row {
             Row::Metrics(Recorder::Prometheus) => {
                 "reqwest-resilience + `Metrics`, Prometheus recorder"
             }
+            Row::Hedged => "reqwest-resilience, hedging on (the first copy wins)",
         }
     }
 
@@ -88,6 +92,7 @@ impl Row {
             Row::Floor(step) => step.short(),
             Row::Metrics(Recorder::None) => "resilience-metrics",
             Row::Metrics(Recorder::Prometheus) => "resilience-metrics-prometheus",
+            Row::Hedged => "resilience-hedged",
         }
     }
 }
@@ -104,14 +109,17 @@ impl RowClient {
             Row::Peer(peer) => RowClient::Peer(peers::build(peer, Settings::COMPARABLE)),
             Row::Floor(step) => RowClient::Floor(peers::bare_reqwest(), step),
             // `Peer::Resilient`'s client (builder defaults but the attempts and the
-            // backoff) with the observer.
-            Row::Metrics(_) => {
+            // backoff) with the observer, or with hedging on.
+            Row::Metrics(_) | Row::Hedged => {
                 let policy = RetryPolicy::builder()
                     .max_attempts(Settings::COMPARABLE.max_attempts)
-                    .backoff(Backoff::full_jitter(peers::BASE, peers::CAP))
-                    .observer(Metrics::new())
-                    .build()
-                    .expect("valid policy");
+                    .backoff(Backoff::full_jitter(peers::BASE, peers::CAP));
+                let policy = if row == Row::Hedged {
+                    policy.hedging(Hedging::fixed(std::time::Duration::from_secs(1)))
+                } else {
+                    policy.observer(Metrics::new())
+                };
+                let policy = policy.build().expect("valid policy");
                 let client = ResilientClient::from_builder(peers::bare_reqwest_builder(), policy)
                     .expect("reqwest client");
                 RowClient::Peer(std::sync::Arc::new(Client::Resilient {
@@ -364,7 +372,8 @@ fn main() {
         .into_iter()
         .map(Row::Peer)
         .chain(Step::ALL.into_iter().map(Row::Floor))
-        .chain(Recorder::ALL.into_iter().map(Row::Metrics));
+        .chain(Recorder::ALL.into_iter().map(Row::Metrics))
+        .chain([Row::Hedged]);
     let measured: Vec<Measured> = rows
         .map(|row| measure(&runtime, &url, &args, row))
         .collect();
