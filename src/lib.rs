@@ -209,6 +209,10 @@ mod middleware;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+#[cfg(feature = "unstable-model-rules")]
+#[doc(hidden)]
+pub mod model_rules;
+
 pub use attempt_log::{
     AttemptLog, AttemptOutcome, AttemptRecord, DelayReason, EndNotRecorded, ResponseExt,
     ScheduledDelay,

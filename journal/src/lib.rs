@@ -159,6 +159,10 @@ macro_rules! pg_now_ms {
     };
 }
 
+#[cfg(feature = "unstable-model-rules")]
+#[doc(hidden)]
+pub mod model_rules;
+
 mod backlog;
 mod delivery;
 mod durable;

@@ -93,6 +93,10 @@ mod store;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod transactional;
 
+#[cfg(feature = "unstable-model-rules")]
+#[doc(hidden)]
+pub mod model_rules;
+
 pub use body::{BoxError, ResponseBody};
 pub use builder::{BuildError, Builder, MAX_KEY_LEN_LIMIT};
 pub use clock::{Clock, ManualClock, SystemClock};
