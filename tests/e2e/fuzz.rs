@@ -318,7 +318,11 @@ proptest! {
         if let Some(wait) = parsed {
             prop_assert!(wait <= Duration::from_secs(51 * 366 * 86_400), "{} → {:?}", text, wait);
         }
-        if fields.epoch_secs().is_none() {
+        // Two digits name a year in every century: 29-Feb-00 exists in 2000, not in
+        // 2100, and the parser picks the century from `now`. Only a date missing in
+        // every century must be refused.
+        let leap_day_of_a_century = fields.month == 1 && fields.day == 29 && fields.year.rem_euclid(100) == 0;
+        if fields.epoch_secs().is_none() && !leap_day_of_a_century {
             prop_assert_eq!(parsed, None, "{}", text);
         }
     }
