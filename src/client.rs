@@ -17,7 +17,7 @@ use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::Method;
 use reqwest::IntoUrl;
 
-use crate::deadline::DEFAULT_ATTEMPT_TIMEOUT;
+use crate::attempt_timeout::{WireTimeout, DEFAULT_ATTEMPT_TIMEOUT};
 use crate::error::Error;
 use crate::failure;
 use crate::intent::{self, BodyFactory, Intent};
@@ -25,7 +25,7 @@ use crate::observer::IntentObserver;
 use crate::options::IntentOptions;
 use crate::policy::RetryPolicy;
 use crate::prepared::PreparedIntent;
-use crate::transport::{self, Transport, TransportError};
+use crate::transport::{Transport, TransportError};
 use crate::write_ahead::WriteAhead;
 
 /// The longest connect timeout a client built by this crate gets: half the attempt
@@ -95,9 +95,9 @@ fn connect_timeout_for(attempt_timeout: Option<Duration>) -> Duration {
 pub struct ResilientClient {
     http: reqwest::Client,
     policy: RetryPolicy,
-    /// The total timeout [`from_builder`](Self::from_builder) built `http` with;
-    /// `None` for [`from_parts`](Self::from_parts). See `transport::write_timeout`.
-    timeout_built_in: Option<Duration>,
+    /// Whether `http` applies the attempt timeout itself (built by
+    /// [`from_builder`](Self::from_builder)) or each request must carry it.
+    wire_timeout: WireTimeout,
 }
 
 impl ResilientClient {
@@ -151,14 +151,12 @@ impl ResilientClient {
         policy: RetryPolicy,
     ) -> Result<Self, reqwest::Error> {
         let attempt_timeout = policy.attempt_timeout();
-        let mut builder = builder
+        let builder = builder
             .retry(reqwest::retry::never())
             .connect_timeout(connect_timeout_for(attempt_timeout));
-        if let Some(timeout) = attempt_timeout {
-            builder = builder.timeout(timeout);
-        }
+        let (builder, wire_timeout) = WireTimeout::build_into(builder, attempt_timeout);
         Ok(Self {
-            timeout_built_in: attempt_timeout,
+            wire_timeout,
             ..Self::from_parts(builder.build()?, policy)
         })
     }
@@ -179,7 +177,7 @@ impl ResilientClient {
         Self {
             http,
             policy,
-            timeout_built_in: None,
+            wire_timeout: WireTimeout::PerRequest,
         }
     }
 
@@ -217,7 +215,7 @@ impl ResilientClient {
     pub fn request<U: IntoUrl>(&self, method: Method, url: U) -> RequestBuilder {
         RequestBuilder {
             policy: self.policy.clone(),
-            timeout_built_in: self.timeout_built_in,
+            wire_timeout: self.wire_timeout,
             inner: self.http.request(method, url),
             options: IntentOptions::new(),
             body_factory: None,
@@ -262,7 +260,7 @@ impl ResilientClient {
     pub async fn execute(&self, request: reqwest::Request) -> Result<reqwest::Response, Error> {
         RequestBuilder {
             policy: self.policy.clone(),
-            timeout_built_in: self.timeout_built_in,
+            wire_timeout: self.wire_timeout,
             inner: reqwest::RequestBuilder::from_parts(self.http.clone(), request),
             options: IntentOptions::new(),
             body_factory: None,
@@ -293,7 +291,7 @@ impl fmt::Debug for ResilientClient {
 pub struct RequestBuilder {
     policy: RetryPolicy,
     /// As [`ResilientClient`]'s. The reqwest client itself travels in `inner`.
-    timeout_built_in: Option<Duration>,
+    wire_timeout: WireTimeout,
     inner: reqwest::RequestBuilder,
     options: IntentOptions,
     body_factory: Option<BodyFactory>,
@@ -574,7 +572,7 @@ impl RequestBuilder {
     pub fn send(self) -> impl Future<Output = Result<reqwest::Response, Error>> + Send + 'static {
         let RequestBuilder {
             policy,
-            timeout_built_in,
+            wire_timeout,
             inner,
             mut options,
             body_factory,
@@ -590,10 +588,7 @@ impl RequestBuilder {
             let policy = options.take_policy(&policy);
             let resolved = options.resolve(&policy, &request)?;
             Ok(Intent {
-                transport: ClientTransport {
-                    http,
-                    timeout_built_in,
-                },
+                transport: ClientTransport { http, wire_timeout },
                 policy,
                 request,
                 body_factory,
@@ -608,11 +603,12 @@ impl RequestBuilder {
     }
 }
 
-/// The client an intent's attempts go through, and the timeout it was built with.
+/// The client an intent's attempts go through, and whether it applies their
+/// timeout itself.
 #[derive(Clone)]
 struct ClientTransport {
     http: reqwest::Client,
-    timeout_built_in: Option<Duration>,
+    wire_timeout: WireTimeout,
 }
 
 impl Transport for ClientTransport {
@@ -621,7 +617,7 @@ impl Transport for ClientTransport {
         mut request: reqwest::Request,
         timeout: Option<Duration>,
     ) -> impl Future<Output = Result<reqwest::Response, TransportError>> + Send {
-        transport::write_timeout(&mut request, timeout, self.timeout_built_in);
+        self.wire_timeout.write(&mut request, timeout);
         self.http.execute(request).map_err(TransportError::Reqwest)
     }
 
