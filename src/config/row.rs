@@ -118,14 +118,14 @@ macro_rules! settings_table {
         $vis struct $name {
             $(
                 #[serde(skip_serializing_if = "Option::is_none")]
-                pub(super) $field: Option<$kind>,
+                pub(in crate::config) $field: Option<$kind>,
             )*
-            $($( $(#[$extra_meta])* pub(super) $extra: $extra_ty, )*)?
+            $($( $(#[$extra_meta])* pub(in crate::config) $extra: $extra_ty, )*)?
         }
 
         impl $name {
             /// The rows of this table's keys, in its fields' order.
-            pub(super) const ROWS: &'static [Row<RetryPolicyConfig>] = &[$(
+            pub(in crate::config) const ROWS: &'static [Row<RetryPolicyConfig>] = &[$(
                 Row {
                     path: concat!($prefix, stringify!($field)),
                     value: $value,
