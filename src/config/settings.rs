@@ -109,8 +109,9 @@ settings_table! {
     /// setting does not silently keep its default; an unknown enum value is rejected
     /// by serde too, with the setting in the message. Everything else — durations,
     /// status codes, contradictory backoff settings and whatever the builder rejects —
-    /// is a [`ConfigError`] whose [`field`](ConfigError::field) is the setting's path
-    /// (`"backoff.base"`, `"budget.ratio"`) and whose message starts with it.
+    /// is a [`ConfigError`](crate::ConfigError) whose
+    /// [`field`](crate::ConfigError::field) is the setting's path (`"backoff.base"`,
+    /// `"budget.ratio"`) and whose message starts with it.
     ///
     /// # Example
     /// ```
