@@ -2,7 +2,8 @@
 //! how it is read from a variable, laid over a file and applied to the builder.
 //! Everything else about a key — its variable's name, the list of variables, the
 //! two doc tables — is derived from the row. The rows themselves are in
-//! `settings.rs`, declared with [`settings_table!`] beside the fields they fill.
+//! `settings.rs` and its `settings/` tables, declared with [`settings_table!`]
+//! beside the fields they fill (visible to all of `config`, wherever declared).
 
 use super::error::ConfigError;
 use super::origins::Origins;
