@@ -4,54 +4,9 @@
 //! patience: the fifth attempt, 30 s later, only burns the server's resources. Every
 //! attempt's timeout is therefore `min(attempt timeout, time left)`, and no pause is
 //! started that would end at or after the deadline.
-//!
-//! Each attempt's timeout is decided in two steps, both here: once per intent
-//! ([`AttemptTimeout::for_intent`]: the policy's setting, or the one implied by the
-//! intent's deadline; a per-request `timeout()` replaces it), and once per attempt
-//! ([`Deadline::attempt_timeout`]: cut to the time left). `outgoing` puts the result
-//! on the wire.
+//! (`attempt_timeout::of_attempt` cuts each attempt's timeout to [`Deadline::remaining`].)
 
 use std::time::{Duration, Instant};
-
-/// The implied attempt timeout when the deadline is long (or there is none).
-pub(crate) const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The policy's attempt timeout setting.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum AttemptTimeout {
-    /// Derived from each intent's deadline (see [`AttemptTimeout::for_intent`]).
-    Implied,
-    /// Set by the user.
-    Fixed(Duration),
-    /// No per-attempt timeout: only the deadline bounds an attempt.
-    Off,
-}
-
-impl AttemptTimeout {
-    /// The timeout of each attempt of an intent with this deadline, before it is cut
-    /// to the time left.
-    ///
-    /// The implied one is 10 s, or half the deadline if that is shorter: an attempt
-    /// allowed the whole deadline would leave a server that hangs exactly one
-    /// attempt, however many the policy allows. Half still lets a slow but healthy
-    /// server (answering in 0.8 s under a 2 s deadline) succeed at the first
-    /// attempt. A single-attempt policy has no retry to make room for.
-    pub(crate) fn for_intent(
-        self,
-        deadline: Option<Duration>,
-        max_attempts: u32,
-    ) -> Option<Duration> {
-        match self {
-            Self::Fixed(timeout) => Some(timeout),
-            Self::Off => None,
-            Self::Implied => Some(match deadline {
-                None => DEFAULT_ATTEMPT_TIMEOUT,
-                Some(deadline) if max_attempts <= 1 => deadline.min(DEFAULT_ATTEMPT_TIMEOUT),
-                Some(deadline) => (deadline / 2).min(DEFAULT_ATTEMPT_TIMEOUT),
-            }),
-        }
-    }
-}
 
 /// When an intent must be over.
 #[derive(Debug, Clone, Copy)]
@@ -70,19 +25,6 @@ impl Deadline {
         self.limit
             .map(|limit| limit.saturating_sub(now.saturating_duration_since(self.started)))
     }
-
-    /// The timeout for an attempt starting at `now`: `per_attempt` (the intent's,
-    /// from [`AttemptTimeout::for_intent`] or the request's own) cut to the time left.
-    pub(crate) fn attempt_timeout(
-        &self,
-        now: Instant,
-        per_attempt: Option<Duration>,
-    ) -> Option<Duration> {
-        match (self.remaining(now), per_attempt) {
-            (Some(left), Some(each)) => Some(left.min(each)),
-            (left, each) => left.or(each),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -92,76 +34,13 @@ mod tests {
     const S: Duration = Duration::from_secs(1);
 
     #[test]
-    fn attempt_timeout_is_clipped_to_the_time_left() {
+    fn the_time_left_never_goes_below_zero() {
         let start = Instant::now();
         let deadline = Deadline::new(start, Some(10 * S));
-        assert_eq!(deadline.attempt_timeout(start, Some(3 * S)), Some(3 * S));
-        assert_eq!(
-            deadline.attempt_timeout(start + 8 * S, Some(3 * S)),
-            Some(2 * S)
-        );
-        assert_eq!(deadline.attempt_timeout(start + 8 * S, None), Some(2 * S));
+        assert_eq!(deadline.remaining(start + 8 * S), Some(2 * S));
         assert_eq!(deadline.remaining(start + 11 * S), Some(Duration::ZERO));
         let unbounded = Deadline::new(start, None);
-        assert_eq!(unbounded.attempt_timeout(start, Some(3 * S)), Some(3 * S));
-        assert_eq!(unbounded.attempt_timeout(start, None), None);
         assert_eq!(unbounded.remaining(start + 100 * S), None);
-    }
-
-    #[test]
-    fn the_implied_attempt_timeout_by_deadline_and_attempts() {
-        let ms = Duration::from_millis;
-        // (setting, deadline, max attempts) -> each attempt's timeout
-        let table = [
-            (AttemptTimeout::Implied, None, 3, Some(10 * S)),
-            (AttemptTimeout::Implied, Some(30 * S), 3, Some(10 * S)),
-            (AttemptTimeout::Implied, Some(20 * S), 3, Some(10 * S)),
-            (AttemptTimeout::Implied, Some(2 * S), 4, Some(S)),
-            (AttemptTimeout::Implied, Some(ms(200)), 3, Some(ms(100))),
-            (AttemptTimeout::Implied, Some(2 * S), 1, Some(2 * S)),
-            (AttemptTimeout::Implied, Some(60 * S), 1, Some(10 * S)),
-            (AttemptTimeout::Fixed(3 * S), Some(2 * S), 4, Some(3 * S)),
-            (AttemptTimeout::Fixed(3 * S), None, 4, Some(3 * S)),
-            (AttemptTimeout::Off, Some(2 * S), 4, None),
-        ];
-        for (setting, deadline, attempts, expected) in table {
-            assert_eq!(
-                setting.for_intent(deadline, attempts),
-                expected,
-                "{setting:?} deadline {deadline:?} attempts {attempts}"
-            );
-        }
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn an_attempt_never_outlives_the_deadline_nor_its_own_timeout(
-            deadline in proptest::option::of(1u64..100_000),
-            own in proptest::option::of(1u64..100_000),
-            fixed in proptest::option::of(1u64..100_000),
-            elapsed in 0u64..200_000,
-            attempts in 1u32..10,
-        ) {
-            let ms = Duration::from_millis;
-            let start = Instant::now();
-            let setting = fixed.map_or(AttemptTimeout::Implied, |f| AttemptTimeout::Fixed(ms(f)));
-            let per_attempt = own.map(ms).or(setting.for_intent(deadline.map(ms), attempts));
-            let window = Deadline::new(start, deadline.map(ms));
-            let now = start + ms(elapsed);
-            let timeout = window.attempt_timeout(now, per_attempt);
-            if let Some(left) = window.remaining(now) {
-                proptest::prop_assert!(timeout.is_some_and(|t| t <= left));
-            }
-            if let Some(each) = per_attempt {
-                proptest::prop_assert!(timeout.is_some_and(|t| t <= each));
-            }
-            if let (Some(d), None, None) = (deadline, own, fixed) {
-                // The implied timeout leaves room for a second attempt.
-                if attempts > 1 {
-                    proptest::prop_assert!(per_attempt.unwrap() <= ms(d) / 2);
-                }
-            }
-        }
     }
 
     #[test]

@@ -9,73 +9,16 @@ use std::time::Duration;
 
 use http::{Method, StatusCode};
 
-use crate::attempt_log::{AttemptLog, AttemptOutcome, ShortDuration};
+use crate::attempt_log::{AttemptLog, AttemptOutcome};
 use crate::commit_unknown::CommitOutcomeUnknown;
-use crate::failure::{self, TransportFailure};
+use crate::failure::TransportFailure;
 use crate::gate::GateRefusal;
 use crate::idempotency::{IdempotencyKey, InvalidKey};
 
-/// Why an intent gave up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum GiveUpReason {
-    /// Every allowed attempt failed transiently.
-    AttemptsExhausted,
-    /// The deadline passed, or the next pause would have ended after it.
-    DeadlineExceeded,
-    /// The server asked to wait longer than the Retry-After ceiling.
-    RetryAfterBeyondCeiling,
-    /// The server asked to wait past the deadline.
-    RetryAfterBeyondDeadline,
-    /// The shared retry budget refused the retry.
-    BudgetExhausted,
-    /// Another [`Gate`](crate::Gate) (a circuit breaker, a throttle) held back an
-    /// attempt: the first one (nothing was sent) or a retry. See
-    /// [`Error::gate_refusal`].
-    GateRefused,
-    /// The body was a stream, sent once, and could not be sent again.
-    BodyNotReplayable,
-    /// The failure is not transient, or a retry would not be safe (a POST without
-    /// idempotency key after the request may have left).
-    NotRetryable,
-    /// The request could not be built or its idempotency key is invalid; nothing was sent.
-    InvalidRequest,
-    /// The intent's [`WriteAhead`](crate::WriteAhead) refused it in
-    /// `before_first_byte` (e.g. a journal could not write it ahead); nothing was
-    /// sent by this call.
-    WriteAheadRefused,
-    /// A resend of an intent read whole ([`RequestBuilder::whole_body`]) was answered
-    /// `410 Gone`: the server finished the key but did not keep its response (too
-    /// large or streamed to store). The effect happened; its answer is lost.
-    ///
-    /// [`RequestBuilder::whole_body`]: crate::RequestBuilder::whole_body
-    CompletedNotKept,
-}
+mod display;
+mod reason;
 
-impl GiveUpReason {
-    /// Renamed [`WriteAheadRefused`](Self::WriteAheadRefused): a write-ahead refuses,
-    /// observers only watch. Kept for one release; it matches as the new name does.
-    #[deprecated(since = "0.2.0", note = "renamed `GiveUpReason::WriteAheadRefused`")]
-    #[allow(non_upper_case_globals)]
-    pub const ObserverRefused: GiveUpReason = GiveUpReason::WriteAheadRefused;
-
-    /// A short label for logs.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Self::AttemptsExhausted => "attempts_exhausted",
-            Self::DeadlineExceeded => "deadline_exceeded",
-            Self::RetryAfterBeyondCeiling => "retry_after_beyond_ceiling",
-            Self::RetryAfterBeyondDeadline => "retry_after_beyond_deadline",
-            Self::BudgetExhausted => "budget_exhausted",
-            Self::GateRefused => "gate_refused",
-            Self::BodyNotReplayable => "body_not_replayable",
-            Self::NotRetryable => "not_retryable",
-            Self::InvalidRequest => "invalid_request",
-            Self::WriteAheadRefused => "write_ahead_refused",
-            Self::CompletedNotKept => "completed_not_kept",
-        }
-    }
-}
+pub use reason::GiveUpReason;
 
 /// The intent gave up. Carries the last response or transport error, the attempt
 /// log, the idempotency key, and whether the outcome is unknown.
@@ -441,6 +384,12 @@ impl Error {
             _ => None,
         }
     }
+
+    /// The intent's method, when its attempts had begun (`None` for an intent
+    /// refused before, e.g. an invalid key or a gate holding back the first attempt).
+    pub fn method(&self) -> Option<&Method> {
+        self.inner.method.as_ref()
+    }
 }
 
 /// reqwest's `Debug`/`Display` print the request URL; keep user name and password
@@ -465,192 +414,6 @@ impl GiveUpContext {
             retry_after: None,
             method: None,
         }
-    }
-}
-
-/// One line a person can act on: why the intent gave up, why the last failure was
-/// not retried, what it was (the host and a remedy for a certificate), and whether the
-/// outcome is unknown. Never the URL's credentials, the whole key or a body.
-///
-/// Every duration is written in one format — `300ms`, `2.002s`, `120s` (Rust's
-/// `Duration` notation, rounded to the millisecond) — the notation
-/// `RetryPolicyConfig` reads, so a figure can be pasted into a configuration.
-///
-/// ```text
-/// gave up after 3 attempts; last: timeout after 300ms; outcome unknown
-/// deadline exceeded (no time left for another attempt) after 2 attempts in 1.201s; last: timeout after 500ms; outcome unknown
-/// not retried after 1 attempt: the POST had no idempotency key and may have reached the server, […]; last: timeout after 300ms; outcome unknown
-/// not retried after 1 attempt: a retry would fail the same way; last: host api.example.com: TLS certificate not trusted (unknown issuer) (…); if the server uses a private CA […]
-/// ```
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let inner = &self.inner;
-        let attempts = match self.attempts() {
-            1 => "1 attempt".to_owned(),
-            n => format!("{n} attempts"),
-        };
-        match inner.reason {
-            GiveUpReason::AttemptsExhausted => write!(f, "gave up after {attempts}")?,
-            GiveUpReason::DeadlineExceeded => write!(
-                f,
-                "deadline exceeded (no time left for another attempt) after {attempts} in {}",
-                ShortDuration(inner.elapsed)
-            )?,
-            GiveUpReason::RetryAfterBeyondCeiling => write!(
-                f,
-                "server asked to retry after {}, beyond the Retry-After ceiling",
-                ShortDuration(inner.retry_after.unwrap_or_default())
-            )?,
-            GiveUpReason::RetryAfterBeyondDeadline => write!(
-                f,
-                "server asked to retry after {}, beyond the deadline",
-                ShortDuration(inner.retry_after.unwrap_or_default())
-            )?,
-            GiveUpReason::BudgetExhausted => write!(f, "retry budget exhausted after {attempts}")?,
-            GiveUpReason::GateRefused => match (&inner.refusal, self.attempts()) {
-                (Some(refusal), 0) => {
-                    write!(f, "{refusal} before the first attempt; nothing was sent")?
-                }
-                (Some(refusal), _) => write!(f, "retry {refusal} after {attempts}")?,
-                (None, _) => write!(f, "held back by a gate after {attempts}")?,
-            },
-            GiveUpReason::BodyNotReplayable => write!(
-                f,
-                "not retried after {attempts}: the body is a stream, already sent once, and \
-                 cannot be sent again (build it with .body_fn(..) to make it replayable)"
-            )?,
-            GiveUpReason::CompletedNotKept => write!(
-                f,
-                "the server completed this intent but did not keep its response (410 Gone \
-                 on the resend, after {attempts}): the effect happened and its answer is \
-                 lost; read the result through the API, never resend under a new key"
-            )?,
-            GiveUpReason::NotRetryable => {
-                write!(f, "not retried after {attempts}: ")?;
-                self.write_why_not_retried(f)?;
-            }
-            GiveUpReason::InvalidRequest => match &inner.last {
-                LastResult::InvalidKey(key_error) => write!(f, "invalid request: {key_error}")?,
-                LastResult::ZeroDeadline => {
-                    write!(f, "invalid request: the deadline must be greater than zero")?
-                }
-                LastResult::Other(why) => write!(f, "invalid request: {why}")?,
-                _ => write!(f, "invalid request")?,
-            },
-            GiveUpReason::WriteAheadRefused => match &inner.last {
-                LastResult::Other(source) if inner.outcome_unknown => write!(
-                    f,
-                    "the intent's write-ahead could not confirm its write before sending (the \
-                     intent may still be sent under its key): {source}"
-                )?,
-                LastResult::Other(source) => write!(
-                    f,
-                    "refused by the intent's write-ahead before sending: {source}"
-                )?,
-                _ => write!(f, "refused by the intent's write-ahead before sending")?,
-            },
-        }
-        if let Some(status) = self.last_status() {
-            write!(f, "; last status {status}")?;
-            if status == StatusCode::CONFLICT {
-                // Some servers (django-idempotency-key by default) answer 409 for a
-                // key that has *completed*: waiting will never clear it.
-                write!(
-                    f,
-                    " (the server still reports this key in progress; if it answers 409 \
-                     for completed keys too, set retry_conflict_when_keyed(false))"
-                )?;
-            }
-        } else if inner.reason != GiveUpReason::InvalidRequest {
-            self.write_last_failure(f)?;
-        }
-        if inner.outcome_unknown {
-            write!(f, "; outcome unknown")?;
-        }
-        Ok(())
-    }
-}
-
-impl Error {
-    /// Why the last failure of a [`GiveUpReason::NotRetryable`] intent was not
-    /// retried, from what the error carries: the failure's kind, whether the intent
-    /// had a key, and its method.
-    fn write_why_not_retried(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let keyed = self.idempotency_key().is_some();
-        let why = match self.transport_failure() {
-            Some(TransportFailure::Other) if matches!(self.inner.last, LastResult::Other(_)) => {
-                "another middleware in the chain failed"
-            }
-            // A certificate, a TLS version, a bad URL: known before anything was sent,
-            // and known to repeat.
-            Some(failure) if failure.proves_not_sent() && !failure.is_transient() => {
-                "a retry would fail the same way"
-            }
-            Some(TransportFailure::Body | TransportFailure::Redirect) => {
-                "the failure is the caller's (the body stream or the redirect policy), not \
-                 the network's"
-            }
-            Some(failure) if !failure.is_transient() => {
-                "the failure is of a kind not known to be safe to retry"
-            }
-            Some(failure) if failure.may_have_reached_server() && !keyed => {
-                return match &self.inner.method {
-                    Some(method) if method.is_idempotent() => {
-                        f.write_str("the policy's classifier said not to")
-                    }
-                    Some(method) => write!(
-                        f,
-                        "the {method} had no idempotency key and may have reached the server, \
-                         so it was not resent (without a key only GET, HEAD, PUT, DELETE, \
-                         OPTIONS and TRACE are); send it with a key (the default) to make it \
-                         retryable"
-                    ),
-                    None => f.write_str(
-                        "the request had no idempotency key and may have reached the server, \
-                         so it is resent only if its method is idempotent (GET, HEAD, PUT, \
-                         DELETE, OPTIONS, TRACE); send a POST or PATCH with a key (the \
-                         default) to make it retryable",
-                    ),
-                };
-            }
-            Some(_) => "the policy's classifier said not to",
-            None => "the failure is not transient",
-        };
-        f.write_str(why)
-    }
-
-    /// The intent's method, when its attempts had begun (`None` for an intent
-    /// refused before, e.g. an invalid key or a gate holding back the first attempt).
-    pub fn method(&self) -> Option<&Method> {
-        self.inner.method.as_ref()
-    }
-
-    /// `; last: …` for an intent whose last attempt got no response: what failed, in
-    /// words a person can act on (never the URL, the key or credentials).
-    fn write_last_failure(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let Some(AttemptOutcome::Failed(failure)) = self.inner.log.last().map(|a| *a.outcome())
-        else {
-            return Ok(());
-        };
-        if failure == TransportFailure::Timeout {
-            let after = self
-                .inner
-                .log
-                .last()
-                .map_or(Duration::ZERO, |a| a.duration());
-            return write!(f, "; last: timeout after {}", ShortDuration(after));
-        }
-        let host = self
-            .transport_error()
-            .and_then(reqwest::Error::url)
-            .and_then(|url| url.host_str());
-        // A certificate belongs to a host: the message names it, and the remedy.
-        write!(f, "; last: {}", failure.explain(host))?;
-        match self.transport_error().and_then(failure::detail) {
-            Some(detail) if detail != failure.describe() => write!(f, " ({detail})")?,
-            _ => {}
-        }
-        Ok(())
     }
 }
 

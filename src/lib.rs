@@ -167,6 +167,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod attempt_log;
+mod attempt_timeout;
 mod authority;
 mod backoff;
 mod breaker;

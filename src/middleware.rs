@@ -8,10 +8,11 @@ use std::time::Duration;
 use http::Extensions;
 use reqwest_middleware::{Middleware, Next};
 
+use crate::attempt_timeout::WireTimeout;
 use crate::intent::{self, Intent};
 use crate::options::IntentOptions;
 use crate::policy::RetryPolicy;
-use crate::transport::{self, Transport, TransportError};
+use crate::transport::{Transport, TransportError};
 
 /// Runs each request through a `reqwest_middleware` chain as one intent under a
 /// [`RetryPolicy`]: key per intent, request id per attempt, classification, jitter,
@@ -167,7 +168,7 @@ impl Transport for Chain<'_> {
         timeout: Option<Duration>,
     ) -> impl Future<Output = Result<reqwest::Response, TransportError>> + Send {
         // The chain's client is not ours: its own timeout is unknown.
-        transport::write_timeout(&mut request, timeout, None);
+        WireTimeout::PerRequest.write(&mut request, timeout);
         let sending = self.next.clone().run(request, self.extensions);
         async move {
             sending.await.map_err(|error| match error {

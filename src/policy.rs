@@ -14,11 +14,11 @@ use http::Method;
 use rand::rngs::StdRng;
 use rand::{RngCore, SeedableRng};
 
+use crate::attempt_timeout::AttemptTimeout;
 use crate::backoff::Backoff;
 use crate::budget::RetryBudget;
 use crate::classify::{is_idempotent_method, Classifier, Rules, StatusSet};
 use crate::clock::{Clock, SystemClock};
-use crate::deadline::AttemptTimeout;
 use crate::gate::Gate;
 use crate::hedge::{Hedger, Hedging};
 use crate::idempotency::{KeyAttachment, KeyFormat};

@@ -9,8 +9,8 @@ use crate::error::{BoxError, LastResult};
 /// the `middleware` feature, for the rest of a reqwest-middleware chain.
 pub(crate) trait Transport: Send {
     /// Sends `request`, which carries no timeout of its own, bounded by `timeout`
-    /// (the attempt's, cut to the time left: `Deadline::attempt_timeout`): the
-    /// transport is the one place that writes it on the wire.
+    /// (the attempt's, cut to the time left: `attempt_timeout::of_attempt`),
+    /// which the transport writes on the wire through its `WireTimeout`.
     fn send(
         &mut self,
         request: reqwest::Request,
@@ -25,23 +25,6 @@ pub(crate) trait Transport: Send {
         Self: Sized,
     {
         None
-    }
-}
-
-/// Writes the attempt's `timeout` on `request`: what reqwest applies to it (a
-/// request's own timeout, else its client's). `built_in` is the timeout the
-/// client was built with, when the transport built it (`None` otherwise): reqwest
-/// keeps a per-request timeout in an extension map, which costs allocations on
-/// every request, so a request whose timeout the client already applies goes
-/// without. (No timeout at all with a client that has one cannot happen: the
-/// crate builds such a client only for a policy whose attempts always have one.)
-pub(crate) fn write_timeout(
-    request: &mut reqwest::Request,
-    timeout: Option<Duration>,
-    built_in: Option<Duration>,
-) {
-    if timeout != built_in {
-        *request.timeout_mut() = timeout;
     }
 }
 
@@ -88,37 +71,3 @@ impl std::fmt::Display for TooLarge {
 }
 
 impl std::error::Error for TooLarge {}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const MS: Duration = Duration::from_millis(1);
-
-    /// The timeout reqwest will apply: the request's, else the client's.
-    fn applied(request: &reqwest::Request, built_in: Option<Duration>) -> Option<Duration> {
-        request.timeout().copied().or(built_in)
-    }
-
-    #[test]
-    fn the_attempt_goes_out_with_exactly_its_timeout() {
-        // (attempt's timeout, the client's built-in one) -> what reqwest applies
-        let table = [
-            (Some(200 * MS), Some(200 * MS)),
-            (Some(200 * MS), Some(10_000 * MS)),
-            (Some(200 * MS), None),
-            (Some(10_000 * MS), Some(200 * MS)),
-            (None, None),
-        ];
-        for (timeout, built_in) in table {
-            let mut request =
-                reqwest::Request::new(http::Method::POST, "http://127.0.0.1:1/".parse().unwrap());
-            write_timeout(&mut request, timeout, built_in);
-            assert_eq!(
-                applied(&request, built_in),
-                timeout,
-                "attempt {timeout:?} built in {built_in:?}"
-            );
-        }
-    }
-}

@@ -9,10 +9,11 @@
 //! [`build`](crate::RetryPolicyBuilder::build), and every error names the setting
 //! to fix.
 //!
-//! Each key is one row in `settings.rs` (its path, what its value is, an example,
-//! how it is read from a variable, laid over a file and applied to the builder);
-//! the variables' names, the environment loader, the layering and both doc tables
-//! are derived from the rows, and `tests.rs` checks every row end to end.
+//! Each key is one row in `settings.rs` or its `settings/` tables (its path, what
+//! its value is, an example, how it is read from a variable, laid over a file and
+//! applied to the builder); the variables' names, the environment loader, the
+//! layering and both doc tables are derived from the rows, and `tests.rs` checks
+//! every row end to end.
 //!
 //! One file per concern, imports running one way (each file only uses those
 //! listed after it): `env` (the environment loader) and `to_builder` (the

@@ -2,7 +2,8 @@
 //! how it is read from a variable, laid over a file and applied to the builder.
 //! Everything else about a key — its variable's name, the list of variables, the
 //! two doc tables — is derived from the row. The rows themselves are in
-//! `settings.rs`, declared with [`settings_table!`] beside the fields they fill.
+//! `settings.rs` and its `settings/` tables, declared with [`settings_table!`]
+//! beside the fields they fill (visible to all of `config`, wherever declared).
 
 use super::error::ConfigError;
 use super::origins::Origins;
@@ -118,14 +119,14 @@ macro_rules! settings_table {
         $vis struct $name {
             $(
                 #[serde(skip_serializing_if = "Option::is_none")]
-                pub(super) $field: Option<$kind>,
+                pub(in crate::config) $field: Option<$kind>,
             )*
-            $($( $(#[$extra_meta])* pub(super) $extra: $extra_ty, )*)?
+            $($( $(#[$extra_meta])* pub(in crate::config) $extra: $extra_ty, )*)?
         }
 
         impl $name {
             /// The rows of this table's keys, in its fields' order.
-            pub(super) const ROWS: &'static [Row<RetryPolicyConfig>] = &[$(
+            pub(in crate::config) const ROWS: &'static [Row<RetryPolicyConfig>] = &[$(
                 Row {
                     path: concat!($prefix, stringify!($field)),
                     value: $value,

@@ -10,19 +10,27 @@
 //! table (a gate's settings) is one more `settings_table!` with its two accessors,
 //! its field in `RetryPolicyConfig`'s `and` block, its rows chained in [`rows`] and
 //! its builder step in `to_builder.rs`.
-
-use std::fmt;
-
-use serde::de::{self, Deserializer, MapAccess, Visitor};
-use serde::{Deserialize, Serialize, Serializer};
+//!
+//! The top-level keys and the `backoff` table are here; the `budget` key and
+//! table in `settings/budget.rs`, the gates' in `settings/gates.rs`, hedging's in
+//! `settings/hedging.rs`.
 
 use super::choice::{KeyAttachmentSetting, KeyFormatSetting, Strategy};
-use super::duration::{DelayText, DurationText, LimitText};
-use super::error::ConfigError;
+use super::duration::{DurationText, LimitText};
 use super::kind::{status_set, Kind};
 use super::origins::Origins;
 use super::row::{apply_if_set, settings_table, Applies, Row};
-use super::switch;
+
+mod budget;
+mod gates;
+mod hedging;
+
+use budget::BUDGET;
+pub(super) use budget::{BudgetConfig, BudgetSettings};
+pub(super) use gates::{BreakerSettings, ThrottleSettings};
+use gates::{BREAKER, THROTTLE};
+pub(super) use hedging::HedgingSettings;
+use hedging::HEDGING;
 
 /// Every key's row: the top-level keys, then the `backoff` table's, then `budget`
 /// and the `budget` table's, then `breaker` and its table's, `throttle` and its
@@ -101,8 +109,9 @@ settings_table! {
     /// setting does not silently keep its default; an unknown enum value is rejected
     /// by serde too, with the setting in the message. Everything else — durations,
     /// status codes, contradictory backoff settings and whatever the builder rejects —
-    /// is a [`ConfigError`] whose [`field`](ConfigError::field) is the setting's path
-    /// (`"backoff.base"`, `"budget.ratio"`) and whose message starts with it.
+    /// is a [`ConfigError`](crate::ConfigError) whose
+    /// [`field`](crate::ConfigError::field) is the setting's path (`"backoff.base"`,
+    /// `"budget.ratio"`) and whose message starts with it.
     ///
     /// # Example
     /// ```
@@ -307,229 +316,6 @@ settings_table! {
     }
 }
 
-settings_table! {
-    /// The `budget` table, built together into one
-    /// [`RetryBudget`](crate::RetryBudget) (see `budget_table.rs`).
-    pub(super) struct BudgetSettings at "budget." in (budget_table, budget_table_mut) {
-        ratio: f64 {
-            value: "a number such as 0.2: the retries allowed per request",
-            example: "0.2",
-        }
-        window: DurationText {
-            value: "a duration: how far back requests and retries are counted",
-            example: r#""30s""#,
-        }
-        reserve: u32 {
-            value: "a whole number: the retries allowed over the ratio in each window",
-            example: "5",
-        }
-        per_host: bool {
-            value: "one budget per host rather than one for all",
-            example: "true",
-        }
-    }
-}
-
-settings_table! {
-    /// The `breaker` table: a [`CircuitBreaker`](crate::CircuitBreaker) gate for the
-    /// policy, built on top of [`CircuitBreaker::builder`](crate::CircuitBreaker::builder)'s
-    /// defaults (see `gates_table.rs`). Present, even empty, it adds the gate.
-    pub(super) struct BreakerSettings at "breaker." in (breaker_table, breaker_table_mut) {
-        failure_ratio: f64 {
-            value: "a number in (0, 1]: the share of failed attempts that opens the circuit",
-            example: "0.25",
-        }
-        sampling_duration: DurationText {
-            value: "a duration: how far back attempts are counted",
-            example: r#""10s""#,
-        }
-        minimum_throughput: u32 {
-            value: "a whole number, at least 2: the attempts in the window before it may open",
-            example: "20",
-        }
-        break_duration: DurationText {
-            value: "a duration: how long an open circuit refuses before a probe",
-            example: r#""2s""#,
-        }
-        probes: u32 {
-            value: "a whole number, at least 1: the attempts a half-open circuit admits",
-            example: "3",
-        }
-        per_host: bool {
-            value: "one circuit per authority (scheme, host, port) rather than one for all",
-            example: "false",
-        }
-        slow_call_duration: LimitText {
-            value: r#"a duration past which an attempt counts as failed, or `"none"`"#,
-            example: r#""1s""#,
-        }
-    }
-}
-
-settings_table! {
-    /// The `throttle` table: an [`AdaptiveThrottle`](crate::AdaptiveThrottle) gate for
-    /// the policy, built on top of
-    /// [`AdaptiveThrottle::builder`](crate::AdaptiveThrottle::builder)'s defaults (see
-    /// `gates_table.rs`). Present, even empty, it adds the gate, after the breaker.
-    pub(super) struct ThrottleSettings at "throttle." in (throttle_table, throttle_table_mut) {
-        k: f64 {
-            value: "a number in [1, 1000]: how many attempts per success it lets through",
-            example: "1.5",
-        }
-        window: DurationText {
-            value: "a duration: how far back attempts and successes are counted",
-            example: r#""10s""#,
-        }
-        min_requests: u32 {
-            value: "a whole number: the attempts in the window below which it never refuses",
-            example: "50",
-        }
-        max_rejection_probability: f64 {
-            value: "a number in [0, 1): the highest share of attempts it refuses",
-            example: "0.5",
-        }
-        per_host: bool {
-            value: "one throttle per authority (scheme, host, port) rather than one for all",
-            example: "false",
-        }
-    }
-}
-
-settings_table! {
-    /// The `hedging` table: [`Hedging`](crate::Hedging) for the policy, built on top
-    /// of [`Hedging::default`](crate::Hedging)'s values (see `hedging_table.rs`).
-    /// Present, even empty, it turns hedged requests on.
-    pub(super) struct HedgingSettings at "hedging." in (hedging_table, hedging_table_mut) {
-        delay: DelayText {
-            value: r#"a duration (a fixed delay), or `"adaptive"`: the authority's latency percentile"#,
-            example: r#""50ms""#,
-        }
-        percentile: f64 {
-            value: "a number in (0, 100): the adaptive delay's percentile",
-            example: "99.0",
-        }
-        min_samples: u32 {
-            value: "a whole number, at least 1: the answers seen before an adaptive delay hedges",
-            example: "50",
-        }
-        floor: DurationText {
-            value: "a duration: the shortest adaptive delay",
-            example: r#""25ms""#,
-        }
-        max_copies: u32 {
-            value: "a whole number from 2 to 5: the copies in flight at once, the first included",
-            example: "3",
-        }
-        cap_ratio: f64 {
-            value: "a number in (0, 1]: the share of hedge-eligible intents that may be hedged",
-            example: "0.1",
-        }
-        cap_burst: u32 {
-            value: "a whole number: the hedges allowed over the share in each window",
-            example: "5",
-        }
-        methods: Vec<String> {
-            value: "the methods hedged, of GET, HEAD, OPTIONS, PUT and DELETE (replaces the default GET, HEAD, OPTIONS)",
-            example: r#"["GET", "PUT", "DELETE"]"#,
-        }
-    }
-}
-
-/// The `budget` key itself: `"unlimited"`, which takes no `budget.*` keys.
-const BUDGET: &[Row<RetryPolicyConfig>] = &[Row {
-    path: "budget",
-    value: r#"`"unlimited"` for no retry budget, or a table of the `budget.*` keys"#,
-    example: r#""unlimited""#,
-    env_form: "`unlimited` (the `BUDGET_*` variables give a table)",
-    read_env: |config, var, text| {
-        if !text.eq_ignore_ascii_case("unlimited") {
-            return Err(ConfigError::InvalidValue {
-                field: var.to_owned(),
-                value: text.to_owned(),
-                expected: format!(
-                    r#""unlimited" (set {} for a limited budget)"#,
-                    budget_keys()
-                        .map(|key| format!("{var}_{}", key.to_ascii_uppercase()))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            });
-        }
-        config.budget = Some(BudgetConfig::Unlimited);
-        Ok(())
-    },
-    layer: |over, merged| {
-        if over.budget == Some(BudgetConfig::Unlimited) {
-            merged.budget = Some(BudgetConfig::Unlimited);
-        }
-    },
-    applies: Applies::WithItsTable,
-}];
-
-/// The rows that switch a gate on: `breaker` and `throttle` (and, below, `hedging`).
-const BREAKER: &[Row<RetryPolicyConfig>] = &[Row {
-    path: "breaker",
-    value: r#"`"on"` for a circuit breaker with its defaults, or a table of the `breaker.*` keys"#,
-    example: r#""on""#,
-    env_form: "`on` (the `BREAKER_*` variables set its keys)",
-    read_env: |config, var, text| {
-        switch::switch_on(var, text)?;
-        config.breaker.get_or_insert_with(Default::default);
-        Ok(())
-    },
-    layer: |over, merged| {
-        if over.breaker.is_some() {
-            merged.breaker.get_or_insert_with(Default::default);
-        }
-    },
-    applies: Applies::WithItsTable,
-}];
-
-/// See [`BREAKER`].
-const THROTTLE: &[Row<RetryPolicyConfig>] = &[Row {
-    path: "throttle",
-    value: r#"`"on"` for an adaptive throttle with its defaults, or a table of the `throttle.*` keys"#,
-    example: r#""on""#,
-    env_form: "`on` (the `THROTTLE_*` variables set its keys)",
-    read_env: |config, var, text| {
-        switch::switch_on(var, text)?;
-        config.throttle.get_or_insert_with(Default::default);
-        Ok(())
-    },
-    layer: |over, merged| {
-        if over.throttle.is_some() {
-            merged.throttle.get_or_insert_with(Default::default);
-        }
-    },
-    applies: Applies::WithItsTable,
-}];
-
-/// See [`BREAKER`]: hedged requests with [`Hedging::default`](crate::Hedging).
-const HEDGING: &[Row<RetryPolicyConfig>] = &[Row {
-    path: "hedging",
-    value: r#"`"on"` for hedged requests with their defaults, or a table of the `hedging.*` keys"#,
-    example: r#""on""#,
-    env_form: "`on` (the `HEDGING_*` variables set its keys)",
-    read_env: |config, var, text| {
-        switch::switch_on(var, text)?;
-        config.hedging.get_or_insert_with(Default::default);
-        Ok(())
-    },
-    layer: |over, merged| {
-        if over.hedging.is_some() {
-            merged.hedging.get_or_insert_with(Default::default);
-        }
-    },
-    applies: Applies::WithItsTable,
-}];
-
-/// `budget = "unlimited"` or a `budget` table.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) enum BudgetConfig {
-    Unlimited,
-    Limited(BudgetSettings),
-}
-
 fn whole(config: &RetryPolicyConfig) -> Option<&RetryPolicyConfig> {
     Some(config)
 }
@@ -544,106 +330,4 @@ fn backoff_table(config: &RetryPolicyConfig) -> Option<&BackoffConfig> {
 
 fn backoff_table_mut(config: &mut RetryPolicyConfig) -> &mut BackoffConfig {
     config.backoff.get_or_insert_with(BackoffConfig::default)
-}
-
-fn breaker_table(config: &RetryPolicyConfig) -> Option<&BreakerSettings> {
-    config.breaker.as_ref()
-}
-
-fn breaker_table_mut(config: &mut RetryPolicyConfig) -> &mut BreakerSettings {
-    config.breaker.get_or_insert_with(BreakerSettings::default)
-}
-
-fn throttle_table(config: &RetryPolicyConfig) -> Option<&ThrottleSettings> {
-    config.throttle.as_ref()
-}
-
-fn throttle_table_mut(config: &mut RetryPolicyConfig) -> &mut ThrottleSettings {
-    config
-        .throttle
-        .get_or_insert_with(ThrottleSettings::default)
-}
-
-fn hedging_table(config: &RetryPolicyConfig) -> Option<&HedgingSettings> {
-    config.hedging.as_ref()
-}
-
-fn hedging_table_mut(config: &mut RetryPolicyConfig) -> &mut HedgingSettings {
-    config.hedging.get_or_insert_with(HedgingSettings::default)
-}
-
-fn budget_table(config: &RetryPolicyConfig) -> Option<&BudgetSettings> {
-    match &config.budget {
-        Some(BudgetConfig::Limited(settings)) => Some(settings),
-        Some(BudgetConfig::Unlimited) | None => None,
-    }
-}
-
-/// The budget table, replacing `"unlimited"`: a budget key asks for a limited budget.
-fn budget_table_mut(config: &mut RetryPolicyConfig) -> &mut BudgetSettings {
-    if !matches!(config.budget, Some(BudgetConfig::Limited(_))) {
-        config.budget = Some(BudgetConfig::Limited(BudgetSettings::default()));
-    }
-    match &mut config.budget {
-        Some(BudgetConfig::Limited(settings)) => settings,
-        Some(BudgetConfig::Unlimited) | None => unreachable!("the budget table was just set"),
-    }
-}
-
-impl Serialize for BudgetConfig {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Self::Unlimited => serializer.serialize_str("unlimited"),
-            Self::Limited(settings) => settings.serialize(serializer),
-        }
-    }
-}
-
-/// Hand-written rather than `#[serde(untagged)]`: an untagged enum replaces the
-/// table's own errors (a misspelt key, a window that is not a string) with "did
-/// not match any variant", and those errors must name the key.
-impl<'de> Deserialize<'de> for BudgetConfig {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(BudgetVisitor)
-    }
-}
-
-/// The `budget` table's keys: `ratio`, `window`…
-fn budget_keys() -> impl Iterator<Item = &'static str> {
-    BudgetSettings::ROWS
-        .iter()
-        .map(|row| row.path.trim_start_matches("budget."))
-}
-
-/// What a budget may be written as, for messages.
-fn budget_forms() -> String {
-    let keys: Vec<&str> = budget_keys().collect();
-    format!(r#""unlimited" or a table of {}"#, keys.join(", "))
-}
-
-struct BudgetVisitor;
-
-impl<'de> Visitor<'de> for BudgetVisitor {
-    type Value = BudgetConfig;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "budget: {}", budget_forms())
-    }
-
-    fn visit_str<E: de::Error>(self, value: &str) -> Result<BudgetConfig, E> {
-        if value.trim().eq_ignore_ascii_case("unlimited") {
-            Ok(BudgetConfig::Unlimited)
-        } else {
-            Err(E::custom(ConfigError::InvalidValue {
-                field: "budget".to_owned(),
-                value: value.to_owned(),
-                expected: budget_forms(),
-            }))
-        }
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<BudgetConfig, A::Error> {
-        BudgetSettings::deserialize(de::value::MapAccessDeserializer::new(map))
-            .map(BudgetConfig::Limited)
-    }
 }

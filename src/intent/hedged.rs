@@ -1,7 +1,9 @@
 //! Steps 4–7 of a hedged intent: copies of the request race, and the first final
 //! answer wins. Every choice is a pure rule in `hedge` (`after_copy`, `may_hedge`)
 //! or `decision` (`after_attempt`, asked about each copy as about an attempt);
-//! this file only keeps the copies in flight and applies the rules.
+//! this file only keeps the copies in flight and applies the rules; what each
+//! copy's fate tells the gates, the log and the observers is in
+//! `hedged/bookkeeping.rs`.
 //!
 //! Only intents `applies` picks come here, through a boxed future: an intent
 //! without hedging never holds this race's state.
@@ -15,19 +17,21 @@ use tracing::Instrument;
 
 use super::prepare::{Attempt, Prepared};
 use super::state::LoopState;
-use crate::attempt_log::{AttemptLog, AttemptOutcome, AttemptRecord, DelayReason};
+use crate::attempt_log::DelayReason;
 use crate::deadline::Deadline;
 use crate::decision::{self, Ended, Facts};
 use crate::error::{Error, GiveUpReason, LastResult};
-use crate::gate::{self, GateScope, RetryCause};
+use crate::gate::{self, RetryCause};
 use crate::hedge::{self, HedgeFacts, Hedger, Step};
 use crate::ids::RequestId;
-use crate::observer::{HedgeEvent, HedgeEventKind, Observers, RetryScheduled};
+use crate::observer::{HedgeEventKind, Observers, RetryScheduled};
 use crate::policy::PolicyInner;
 use crate::sleeper::Sleep;
 use crate::telemetry;
 use crate::transport::{Transport, TransportError};
 use crate::whole_body;
+
+mod bookkeeping;
 
 /// Is `intent` hedged? Its policy hedges, `hedge::eligible` says yes, and its
 /// transport can send copies at once.
@@ -492,116 +496,6 @@ impl<'r, 'o> Race<'r, 'o> {
             });
         }
         None
-    }
-
-    /// Asks the gates about copy `number`.
-    fn admit<T>(
-        &self,
-        intent: &Prepared<T>,
-        number: u32,
-        cause: RetryCause,
-        now: Instant,
-    ) -> Result<(), gate::GateRefusal> {
-        let url = intent.requests.url();
-        let authority = crate::authority::of(url);
-        let scope = GateScope {
-            host: url.host_str().unwrap_or(""),
-            authority: &authority,
-            now,
-            attempt: number,
-            retry_cause: Some(cause),
-            attempt_duration: Duration::ZERO,
-        };
-        gate::admit_all(&self.policy.gates, &scope)
-    }
-
-    /// Every gate admitted copy `number`, and it was not sent after all.
-    fn not_sent<T>(&self, intent: &Prepared<T>, number: u32, cause: RetryCause, now: Instant) {
-        let url = intent.requests.url();
-        let authority = crate::authority::of(url);
-        let scope = GateScope {
-            host: url.host_str().unwrap_or(""),
-            authority: &authority,
-            now,
-            attempt: number,
-            retry_cause: Some(cause),
-            attempt_duration: Duration::ZERO,
-        };
-        for gate in self.policy.gates.iter().rev() {
-            gate.not_sent(&scope);
-        }
-    }
-
-    /// Another copy won: every copy still running is cancelled (its future
-    /// dropped, not awaited), logged as such, its time counted as a latency
-    /// sample (a lower bound), and the gates told it ended neither way.
-    fn cancel<T>(
-        &self,
-        copies: &mut Vec<InFlight<'_>>,
-        log: &mut AttemptLog,
-        authority: &str,
-        intent: &Prepared<T>,
-    ) {
-        let url = intent.requests.url();
-        let now = self.policy.clock.now();
-        for copy in copies.drain(..) {
-            let ran = now.saturating_duration_since(copy.attempt.started);
-            copy.span.record("error.type", "cancelled");
-            drop(copy.sending);
-            self.hedger.record_latency(authority, ran);
-            let scope = GateScope {
-                host: url.host_str().unwrap_or(""),
-                authority,
-                now,
-                attempt: copy.attempt.number,
-                retry_cause: copy.cause,
-                attempt_duration: ran,
-            };
-            gate::cancel_all(&self.policy.gates, &scope);
-            log.push(AttemptRecord {
-                number: copy.attempt.number,
-                request_id: copy.attempt.request_id,
-                outcome: AttemptOutcome::Cancelled,
-                duration: ran,
-                delay_after: None,
-            });
-            self.tell(copy.attempt.number, HedgeEventKind::Cancelled, intent);
-        }
-    }
-
-    /// The log in the order the copies were sent, each with what followed it.
-    fn finish_log(&self, log: &mut AttemptLog) {
-        log.order_by_number();
-        for &(number, delay, reason) in &self.notes {
-            log.set_delay_of(number, delay, reason);
-        }
-    }
-
-    fn tell<T>(&self, attempt: u32, kind: HedgeEventKind, intent: &Prepared<T>) {
-        if self.observers.is_empty() {
-            return;
-        }
-        self.observers.hedge(&HedgeEvent {
-            intent_id: self.intent_id,
-            method: &intent.method,
-            url: intent.requests.url(),
-            attempt,
-            kind,
-        });
-    }
-
-    /// The error for an intent whose next copy could not go, with nothing running.
-    fn end(
-        &self,
-        ending: Ending,
-        state: &mut LoopState,
-        last: (LastResult, Option<Duration>),
-    ) -> Error {
-        self.finish_log(&mut state.log);
-        match ending {
-            Ending::GiveUp(why) => state.give_up(self.policy, why, last.0, last.1),
-            Ending::Refused(refusal) => state.refused(self.policy, refusal, last.0, last.1),
-        }
     }
 }
 

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{BodyFactory, Intent};
+use crate::attempt_timeout;
 use crate::deadline::Deadline;
 use crate::error::{Error, GiveUpReason};
 use crate::idempotency::IdempotencyKey;
@@ -40,7 +41,7 @@ impl<T: Transport> Intent<T> {
         if write_ahead.is_some() {
             body_into_bytes(&mut request, &mut body_factory);
         }
-        let attempt_timeout = outgoing::take_own_timeout(&mut request)
+        let attempt_timeout = attempt_timeout::take_own(&mut request)
             .or_else(|| policy.attempt_timeout_for(deadline));
         // A streamed body is consumed by its one and only send; a factory makes a
         // fresh one for every attempt (and replaces any body set by hand).
@@ -188,7 +189,8 @@ impl<T> Prepared<T> {
         deadline: &Deadline,
         attempt: &Attempt,
     ) -> Result<(reqwest::Request, Option<Duration>), GiveUpReason> {
-        let timeout = deadline.attempt_timeout(attempt.started, self.attempt_timeout);
+        let timeout =
+            attempt_timeout::of_attempt(self.attempt_timeout, deadline.remaining(attempt.started));
         if timeout == Some(Duration::ZERO) {
             return Err(GiveUpReason::DeadlineExceeded);
         }

@@ -1,0 +1,131 @@
+//! A hedged intent's bookkeeping: what the gates, the log and the observers are
+//! told as copies go out, lose or are cancelled, and the error when the race ends
+//! without a winner. The race itself (`hedged.rs`) only decides.
+
+use std::time::{Duration, Instant};
+
+use super::super::prepare::Prepared;
+use super::super::state::LoopState;
+use super::{Ending, InFlight, Race};
+use crate::attempt_log::{AttemptLog, AttemptOutcome, AttemptRecord};
+use crate::error::{Error, LastResult};
+use crate::gate::{self, GateScope, RetryCause};
+use crate::observer::{HedgeEvent, HedgeEventKind};
+
+impl Race<'_, '_> {
+    /// Asks the gates about copy `number`.
+    pub(super) fn admit<T>(
+        &self,
+        intent: &Prepared<T>,
+        number: u32,
+        cause: RetryCause,
+        now: Instant,
+    ) -> Result<(), gate::GateRefusal> {
+        let url = intent.requests.url();
+        let authority = crate::authority::of(url);
+        let scope = GateScope {
+            host: url.host_str().unwrap_or(""),
+            authority: &authority,
+            now,
+            attempt: number,
+            retry_cause: Some(cause),
+            attempt_duration: Duration::ZERO,
+        };
+        gate::admit_all(&self.policy.gates, &scope)
+    }
+
+    /// Every gate admitted copy `number`, and it was not sent after all.
+    pub(super) fn not_sent<T>(
+        &self,
+        intent: &Prepared<T>,
+        number: u32,
+        cause: RetryCause,
+        now: Instant,
+    ) {
+        let url = intent.requests.url();
+        let authority = crate::authority::of(url);
+        let scope = GateScope {
+            host: url.host_str().unwrap_or(""),
+            authority: &authority,
+            now,
+            attempt: number,
+            retry_cause: Some(cause),
+            attempt_duration: Duration::ZERO,
+        };
+        for gate in self.policy.gates.iter().rev() {
+            gate.not_sent(&scope);
+        }
+    }
+
+    /// Another copy won: every copy still running is cancelled (its future
+    /// dropped, not awaited), logged as such, its time counted as a latency
+    /// sample (a lower bound), and the gates told it ended neither way.
+    pub(super) fn cancel<T>(
+        &self,
+        copies: &mut Vec<InFlight<'_>>,
+        log: &mut AttemptLog,
+        authority: &str,
+        intent: &Prepared<T>,
+    ) {
+        let url = intent.requests.url();
+        let now = self.policy.clock.now();
+        for copy in copies.drain(..) {
+            let ran = now.saturating_duration_since(copy.attempt.started);
+            copy.span.record("error.type", "cancelled");
+            drop(copy.sending);
+            self.hedger.record_latency(authority, ran);
+            let scope = GateScope {
+                host: url.host_str().unwrap_or(""),
+                authority,
+                now,
+                attempt: copy.attempt.number,
+                retry_cause: copy.cause,
+                attempt_duration: ran,
+            };
+            gate::cancel_all(&self.policy.gates, &scope);
+            log.push(AttemptRecord {
+                number: copy.attempt.number,
+                request_id: copy.attempt.request_id,
+                outcome: AttemptOutcome::Cancelled,
+                duration: ran,
+                delay_after: None,
+            });
+            self.tell(copy.attempt.number, HedgeEventKind::Cancelled, intent);
+        }
+    }
+
+    /// The log in the order the copies were sent, each with what followed it.
+    pub(super) fn finish_log(&self, log: &mut AttemptLog) {
+        log.order_by_number();
+        for &(number, delay, reason) in &self.notes {
+            log.set_delay_of(number, delay, reason);
+        }
+    }
+
+    pub(super) fn tell<T>(&self, attempt: u32, kind: HedgeEventKind, intent: &Prepared<T>) {
+        if self.observers.is_empty() {
+            return;
+        }
+        self.observers.hedge(&HedgeEvent {
+            intent_id: self.intent_id,
+            method: &intent.method,
+            url: intent.requests.url(),
+            attempt,
+            kind,
+        });
+    }
+
+    /// The error for an intent whose next copy could not go, with nothing running.
+    pub(super) fn end(
+        &self,
+        ending: Ending,
+        state: &mut LoopState,
+        last: (LastResult, Option<Duration>),
+    ) -> Error {
+        self.finish_log(&mut state.log);
+        match ending {
+            Ending::GiveUp(why) => state.give_up(self.policy, why, last.0, last.1),
+            Ending::Refused(refusal) => state.refused(self.policy, refusal, last.0, last.1),
+        }
+    }
+}
