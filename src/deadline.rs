@@ -78,11 +78,31 @@ impl Deadline {
         now: Instant,
         per_attempt: Option<Duration>,
     ) -> Option<Duration> {
-        match (self.remaining(now), per_attempt) {
+        self.attempt_timeout_guarded(now, per_attempt, |_| true)
+    }
+
+    /// [`attempt_timeout`](Self::attempt_timeout) with its guard kept only where
+    /// `holds` says so: the crate always passes `|_| true`, which the compiler folds
+    /// away; the model checker's mutation tests switch it off (see `model_rules`).
+    pub(crate) fn attempt_timeout_guarded(
+        &self,
+        now: Instant,
+        per_attempt: Option<Duration>,
+        holds: impl Fn(Guard) -> bool,
+    ) -> Option<Duration> {
+        let left = self.remaining(now).filter(|_| holds(Guard::CutToTimeLeft));
+        match (left, per_attempt) {
             (Some(left), Some(each)) => Some(left.min(each)),
             (left, each) => left.or(each),
         }
     }
+}
+
+/// The guard of [`Deadline::attempt_timeout`] that a mutation test switches off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Guard {
+    /// An attempt's timeout is cut to the time left (zero: no attempt starts).
+    CutToTimeLeft,
 }
 
 #[cfg(test)]

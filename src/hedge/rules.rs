@@ -88,18 +88,40 @@ pub(crate) enum NoHedge {
 /// May a hedge go now? Before the cap and the gates are asked (they count what
 /// they admit).
 pub(crate) fn may_hedge(facts: HedgeFacts) -> Result<(), NoHedge> {
+    may_hedge_guarded(facts, |_| true)
+}
+
+/// A guard of [`may_hedge`] that the model checker's mutation tests switch off, to
+/// show that a property depends on it (see `model_rules`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Guard {
+    /// Never more copies in flight than `max_copies`.
+    CopiesInFlight,
+    /// Never more copies than `max_attempts`.
+    AttemptsUsed,
+    /// No copy without its useful window before the deadline.
+    TooLate,
+}
+
+/// [`may_hedge`] with each guard kept only where `holds` says so: the crate always
+/// passes `|_| true`, which the compiler folds away.
+pub(crate) fn may_hedge_guarded(
+    facts: HedgeFacts,
+    holds: impl Fn(Guard) -> bool,
+) -> Result<(), NoHedge> {
     if facts.held {
         return Err(NoHedge::Held);
     }
-    if facts.in_flight >= facts.max_copies {
+    if facts.in_flight >= facts.max_copies && holds(Guard::CopiesInFlight) {
         return Err(NoHedge::CopiesInFlight);
     }
-    if facts.sent >= facts.max_attempts {
+    if facts.sent >= facts.max_attempts && holds(Guard::AttemptsUsed) {
         return Err(NoHedge::AttemptsUsed);
     }
-    if facts
-        .remaining
-        .is_some_and(|left| left < facts.min_attempt_window || left.is_zero())
+    if holds(Guard::TooLate)
+        && facts
+            .remaining
+            .is_some_and(|left| left < facts.min_attempt_window || left.is_zero())
     {
         return Err(NoHedge::TooLate);
     }
