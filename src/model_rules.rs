@@ -415,9 +415,10 @@ pub enum CopyStep {
     GiveUp(GiveUpReason),
 }
 
-/// `hedge::after_copy`.
-pub fn after_copy(next: After, others_running: bool) -> CopyStep {
-    match hedge::after_copy(next_of(next), others_running) {
+/// `hedge::after_copy`: `held_for` is what is left of an earlier copy's
+/// `Retry-After` hold.
+pub fn after_copy(next: After, others_running: bool, held_for: Option<Duration>) -> CopyStep {
+    match hedge::after_copy(next_of(next), others_running, held_for) {
         Step::Win => CopyStep::Win,
         Step::Wait => CopyStep::Wait,
         Step::LaunchNow => CopyStep::LaunchNow,

@@ -45,8 +45,11 @@ pub(crate) enum Step {
 }
 
 /// The step after a copy ended with `next`, while `others_running` copies are in
-/// flight.
-pub(crate) fn after_copy(next: Next, others_running: bool) -> Step {
+/// flight and an earlier copy's `Retry-After` still holds new copies back for
+/// `held_for` (if it does). A hold is never cut short: the server asked every copy
+/// of the intent to stay away until then, so a failure without `Retry-After` waits
+/// for it, and a shorter `Retry-After` is stretched to it.
+pub(crate) fn after_copy(next: Next, others_running: bool, held_for: Option<Duration>) -> Step {
     match next {
         Next::Deliver => Step::Win,
         Next::GiveUp(_) if others_running => Step::Wait,
@@ -55,7 +58,9 @@ pub(crate) fn after_copy(next: Next, others_running: bool) -> Step {
             delay,
             reason: DelayReason::RetryAfter,
             ..
-        } => Step::LaunchAfter(delay),
+        } => Step::LaunchAfter(held_for.map_or(delay, |held| held.max(delay))),
+        // The hold's end launches the next copy.
+        Next::Pause { .. } if held_for.is_some() => Step::Wait,
         Next::Pause { .. } => Step::LaunchNow,
     }
 }
@@ -198,20 +203,27 @@ mod tests {
             reason,
             cause: RetryCause::Transient,
         };
+        let held = Some(200 * MS);
         #[rustfmt::skip]
-        let rows: [(&str, Next, bool, Step); 9] = [
-            ("a final answer wins at once",             Next::Deliver, true,  Step::Win),
-            ("the last copy's final answer wins",       Next::Deliver, false, Step::Win),
-            ("a 503 while another runs: launch now",    pause(Duration::ZERO, DelayReason::Backoff), true, Step::LaunchNow),
-            ("a 503 alone: launch now",                 pause(Duration::ZERO, DelayReason::Backoff), false, Step::LaunchNow),
-            ("Retry-After holds the next copy",         pause(300 * MS, DelayReason::RetryAfter), true, Step::LaunchAfter(300 * MS)),
-            ("attempts used while another runs: wait",  Next::GiveUp(GiveUpReason::AttemptsExhausted), true, Step::Wait),
-            ("a failure never beats a running copy",    Next::GiveUp(GiveUpReason::NotRetryable), true, Step::Wait),
-            ("the last copy's failure ends it",         Next::GiveUp(GiveUpReason::AttemptsExhausted), false, Step::GiveUp(GiveUpReason::AttemptsExhausted)),
-            ("out of time, nothing running",            Next::GiveUp(GiveUpReason::DeadlineExceeded), false, Step::GiveUp(GiveUpReason::DeadlineExceeded)),
+        let rows: [(&str, Next, bool, Option<Duration>, Step); 13] = [
+            ("a final answer wins at once",             Next::Deliver, true,  None, Step::Win),
+            ("the last copy's final answer wins",       Next::Deliver, false, None, Step::Win),
+            ("a 503 while another runs: launch now",    pause(Duration::ZERO, DelayReason::Backoff), true, None, Step::LaunchNow),
+            ("a 503 alone: launch now",                 pause(Duration::ZERO, DelayReason::Backoff), false, None, Step::LaunchNow),
+            ("Retry-After holds the next copy",         pause(300 * MS, DelayReason::RetryAfter), true, None, Step::LaunchAfter(300 * MS)),
+            ("attempts used while another runs: wait",  Next::GiveUp(GiveUpReason::AttemptsExhausted), true, None, Step::Wait),
+            ("a failure never beats a running copy",    Next::GiveUp(GiveUpReason::NotRetryable), true, None, Step::Wait),
+            ("the last copy's failure ends it",         Next::GiveUp(GiveUpReason::AttemptsExhausted), false, None, Step::GiveUp(GiveUpReason::AttemptsExhausted)),
+            ("out of time, nothing running",            Next::GiveUp(GiveUpReason::DeadlineExceeded), false, None, Step::GiveUp(GiveUpReason::DeadlineExceeded)),
+            // The model checker's trace: a hedge's 503 with `Retry-After: 1` holds new
+            // copies, then the first copy times out; the next copy waited for nothing.
+            ("a timeout while held waits for the hold", pause(Duration::ZERO, DelayReason::Backoff), false, held, Step::Wait),
+            ("a shorter Retry-After keeps the hold",    pause(100 * MS, DelayReason::RetryAfter), true, held, Step::LaunchAfter(200 * MS)),
+            ("a longer Retry-After extends the hold",   pause(300 * MS, DelayReason::RetryAfter), true, held, Step::LaunchAfter(300 * MS)),
+            ("a final answer wins while held",          Next::Deliver, true, held, Step::Win),
         ];
-        for (name, next, others, step) in rows {
-            assert_eq!(after_copy(next, others), step, "{name}");
+        for (name, next, others, held_for, step) in rows {
+            assert_eq!(after_copy(next, others, held_for), step, "{name}");
         }
     }
 

@@ -87,8 +87,13 @@ struct InFlight<'a> {
 enum Timer {
     /// The hedge delay: if no copy answered by then, another goes out.
     Hedge(Duration),
-    /// A `Retry-After` on copy `after`: the next copy goes out when it ends.
-    Hold { delay: Duration, after: u32 },
+    /// A `Retry-After` on copy `after`: the next copy goes out when it ends, at
+    /// `until` (no copy goes earlier).
+    Hold {
+        delay: Duration,
+        after: u32,
+        until: Instant,
+    },
 }
 
 enum Event {
@@ -224,7 +229,13 @@ impl<'r, 'o> Race<'r, 'o> {
                     // No backoff: a hedged intent sends the next copy at once.
                     let next = decision::after_attempt(facts, || Duration::ZERO);
                     state.too_early_seen |= verdict.too_early;
-                    let step = hedge::after_copy(next, !copies.is_empty());
+                    let held_for = match &timer {
+                        Some((_, Timer::Hold { until, .. })) => {
+                            Some(until.saturating_duration_since(now))
+                        }
+                        _ => None,
+                    };
+                    let step = hedge::after_copy(next, !copies.is_empty(), held_for);
                     if step == Step::Win {
                         if let Ok(mut response) = result {
                             if copy.cause == Some(RetryCause::Hedge) {
@@ -275,6 +286,7 @@ impl<'r, 'o> Race<'r, 'o> {
                             let hold = Timer::Hold {
                                 delay,
                                 after: failed_copy,
+                                until: now + delay,
                             };
                             timer = Some((policy.sleeper.sleep(delay), hold));
                         }
@@ -299,7 +311,7 @@ impl<'r, 'o> Race<'r, 'o> {
                             self.arm_hedge(&authority, &mut timer);
                         }
                     }
-                    Some(Timer::Hold { delay, after }) => {
+                    Some(Timer::Hold { delay, after, .. }) => {
                         let relaunch = self.relaunch(
                             intent,
                             &transport,
