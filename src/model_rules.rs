@@ -415,10 +415,9 @@ pub enum CopyStep {
     GiveUp(GiveUpReason),
 }
 
-/// `hedge::after_copy`: `held_for` is what is left of an earlier copy's
-/// `Retry-After` hold.
-pub fn after_copy(next: After, others_running: bool, held_for: Option<Duration>) -> CopyStep {
-    match hedge::after_copy(next_of(next), others_running, held_for) {
+/// `hedge::after_copy`.
+pub fn after_copy(next: After, others_running: bool) -> CopyStep {
+    match hedge::after_copy(next_of(next), others_running) {
         Step::Win => CopyStep::Win,
         Step::Wait => CopyStep::Wait,
         Step::LaunchNow => CopyStep::LaunchNow,
@@ -427,7 +426,18 @@ pub fn after_copy(next: After, others_running: bool, held_for: Option<Duration>)
     }
 }
 
-/// The facts a copy is decided on (`hedge::HedgeFacts`, never held).
+/// `hedge::hold` at `now`, times since the origin: the race's hold after a copy's
+/// answer asked for `asked`, and the `Retry-After` to decide the copy's end with.
+pub fn hold(
+    held_until: Option<Duration>,
+    asked: Option<Duration>,
+    now: Duration,
+) -> (Option<Duration>, Option<Duration>) {
+    let (held_until, left) = hedge::hold(held_until.map(at), asked, at(now));
+    (held_until.map(since_origin), left)
+}
+
+/// The facts a copy is decided on (`hedge::HedgeFacts`).
 #[derive(Debug, Clone, Copy)]
 pub struct CopyFacts {
     /// Copies in flight.
@@ -442,6 +452,8 @@ pub struct CopyFacts {
     pub remaining: Option<Duration>,
     /// See [`min_attempt_window`].
     pub min_attempt_window: Duration,
+    /// A `Retry-After` still holds new copies back.
+    pub held: bool,
 }
 
 /// Why no copy goes (`hedge::NoHedge`).
@@ -453,6 +465,8 @@ pub enum NoCopy {
     AttemptsUsed,
     /// Too little time left.
     TooLate,
+    /// A `Retry-After` holds copies back.
+    Held,
 }
 
 /// `hedge::may_hedge`.
@@ -464,7 +478,7 @@ pub fn may_copy(facts: CopyFacts, mutations: Mutations) -> Result<(), NoCopy> {
         max_attempts: facts.max_attempts,
         remaining: facts.remaining,
         min_attempt_window: facts.min_attempt_window,
-        held: false,
+        held: facts.held,
     };
     let holds = |guard| match guard {
         hedge::Guard::CopiesInFlight => mutations.holds(Mutation::HedgeCopiesInFlight),
@@ -474,8 +488,8 @@ pub fn may_copy(facts: CopyFacts, mutations: Mutations) -> Result<(), NoCopy> {
     hedge::may_hedge_guarded(facts, holds).map_err(|no| match no {
         hedge::NoHedge::CopiesInFlight => NoCopy::CopiesInFlight,
         hedge::NoHedge::AttemptsUsed => NoCopy::AttemptsUsed,
-        // `held` is never set here.
-        hedge::NoHedge::TooLate | hedge::NoHedge::Held => NoCopy::TooLate,
+        hedge::NoHedge::TooLate => NoCopy::TooLate,
+        hedge::NoHedge::Held => NoCopy::Held,
     })
 }
 

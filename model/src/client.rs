@@ -63,7 +63,7 @@ use std::time::{Duration, Instant};
 
 use reqwest_resilience::model_rules::{BreakerRules, Mutations};
 use reqwest_resilience::Backoff;
-use stateright::{Checker, Expectation, Model};
+use stateright::{Checker, Expectation, HasDiscoveries, Model};
 
 use crate::report::{Report, Scope};
 
@@ -73,9 +73,25 @@ pub use model::ClientModel;
 pub use properties::*;
 
 /// Checks the client model at `scope`: the plain loop (`client`) and the hedged
-/// race (`client-hedged`).
+/// race (`client-hedged`, a hedge cap of one: the cap binds); the full form adds a
+/// race with a cap of two (`client-hedged-cap2`: `max_copies` binds).
 pub fn check(scope: Scope) -> Vec<Report> {
-    vec![run(config(scope, false)), run(config(scope, true))]
+    let mut reports = vec![run(config(scope, false)), run(config(scope, true))];
+    if scope == Scope::Full {
+        reports.push(run(wide_hedging(config(scope, true))));
+    }
+    reports
+}
+
+/// `config` with a hedge cap of two: two hedges may go, so `max_copies` binds.
+pub fn wide_hedging(config: Config) -> Config {
+    Config {
+        name: "client-hedged-cap2",
+        hedging: config
+            .hedging
+            .map(|hedging| HedgeConfig { cap: 2, ..hedging }),
+        ..config
+    }
 }
 
 /// The configuration checked at `scope`, plain or hedged.
@@ -138,15 +154,19 @@ pub fn config(scope: Scope, hedged: bool) -> Config {
         } else {
             plain_answers
         },
-        deadline: if full { 8 } else { 6 },
+        // Ticks of half a second: 6 s (8 s in the full form).
+        deadline: if full { 16 } else { 12 },
         max_attempts: 3,
-        retry_after_ceiling: 3,
-        conflict_delay: 1,
+        // Hedged: attempts as long as the deadline, so that a copy's useful window
+        // (a tenth of it) is longer than a tick; plain: implied by the deadline.
+        attempt_timeout: hedged.then_some(if full { 8 * s } else { 6 * s }),
+        retry_after_ceiling: 6,
+        conflict_delay: 2,
         backoff: Backoff::full_jitter(s, 2 * s),
         hedging: hedged.then_some(HedgeConfig {
-            delay: 1,
-            max_copies: if full { 3 } else { 2 },
-            cap: if full { 2 } else { 1 },
+            delay: 2,
+            max_copies: 2,
+            cap: 1,
         }),
         breaker: Some(BreakerRules {
             break_duration: 2 * s,
@@ -164,11 +184,25 @@ pub fn config(scope: Scope, hedged: bool) -> Config {
 /// Checks `config` exhaustively (breadth first) and reports its size and every
 /// property that failed, with its trace.
 pub fn run(config: Config) -> Report {
+    check_config(config, None)
+}
+
+/// Checks `config` until `property` fails (or the whole space is explored): what a
+/// mutation test asks.
+pub fn run_until_fails(config: Config, property: &'static str) -> Report {
+    check_config(config, Some(property))
+}
+
+fn check_config(config: Config, stop_at: Option<&'static str>) -> Report {
     let name = config.name.to_string();
     let model = ClientModel::new(config);
     let properties = model.properties();
     let started = Instant::now();
-    let checker = model.checker().threads(threads()).spawn_bfs().join();
+    let mut checker = model.checker().threads(threads());
+    if let Some(property) = stop_at {
+        checker = checker.finish_when(HasDiscoveries::AnyOf([property].into()));
+    }
+    let checker = checker.spawn_bfs().join();
     let elapsed = started.elapsed();
     let discoveries = checker.discoveries();
     let mut failures = Vec::new();

@@ -2,7 +2,7 @@
 //! intent is hedged at all, whether a hedge may go now, what a copy's end means
 //! for the race, and the adaptive delay.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use http::Method;
 
@@ -45,11 +45,8 @@ pub(crate) enum Step {
 }
 
 /// The step after a copy ended with `next`, while `others_running` copies are in
-/// flight and an earlier copy's `Retry-After` still holds new copies back for
-/// `held_for` (if it does). A hold is never cut short: the server asked every copy
-/// of the intent to stay away until then, so a failure without `Retry-After` waits
-/// for it, and a shorter `Retry-After` is stretched to it.
-pub(crate) fn after_copy(next: Next, others_running: bool, held_for: Option<Duration>) -> Step {
+/// flight.
+pub(crate) fn after_copy(next: Next, others_running: bool) -> Step {
     match next {
         Next::Deliver => Step::Win,
         Next::GiveUp(_) if others_running => Step::Wait,
@@ -58,11 +55,29 @@ pub(crate) fn after_copy(next: Next, others_running: bool, held_for: Option<Dura
             delay,
             reason: DelayReason::RetryAfter,
             ..
-        } => Step::LaunchAfter(held_for.map_or(delay, |held| held.max(delay))),
-        // The hold's end launches the next copy.
-        Next::Pause { .. } if held_for.is_some() => Step::Wait,
+        } => Step::LaunchAfter(delay),
         Next::Pause { .. } => Step::LaunchNow,
     }
+}
+
+/// A copy ended at `now`, its answer asking for `asked` (a `Retry-After`): the
+/// race's hold after it (the latest time any copy's answer allows the next copy),
+/// and the `Retry-After` to decide this copy's end with (what is left of the hold).
+///
+/// The server asked every copy of the intent to stay away until then, not only the
+/// one it answered: a copy that fails without `Retry-After`, or a hedge whose delay
+/// passes, while another copy's `Retry-After` still holds waits for it too.
+pub(crate) fn hold(
+    held_until: Option<Instant>,
+    asked: Option<Duration>,
+    now: Instant,
+) -> (Option<Instant>, Option<Duration>) {
+    let asked_until = asked.map(|asked| now + asked);
+    let held_until = held_until.max(asked_until);
+    let left = held_until
+        .map(|until| until.saturating_duration_since(now))
+        .filter(|left| !left.is_zero() || asked.is_some());
+    (held_until, left)
 }
 
 /// The facts a hedge (a copy sent because the delay passed) is decided on.
@@ -203,27 +218,46 @@ mod tests {
             reason,
             cause: RetryCause::Transient,
         };
-        let held = Some(200 * MS);
         #[rustfmt::skip]
-        let rows: [(&str, Next, bool, Option<Duration>, Step); 13] = [
-            ("a final answer wins at once",             Next::Deliver, true,  None, Step::Win),
-            ("the last copy's final answer wins",       Next::Deliver, false, None, Step::Win),
-            ("a 503 while another runs: launch now",    pause(Duration::ZERO, DelayReason::Backoff), true, None, Step::LaunchNow),
-            ("a 503 alone: launch now",                 pause(Duration::ZERO, DelayReason::Backoff), false, None, Step::LaunchNow),
-            ("Retry-After holds the next copy",         pause(300 * MS, DelayReason::RetryAfter), true, None, Step::LaunchAfter(300 * MS)),
-            ("attempts used while another runs: wait",  Next::GiveUp(GiveUpReason::AttemptsExhausted), true, None, Step::Wait),
-            ("a failure never beats a running copy",    Next::GiveUp(GiveUpReason::NotRetryable), true, None, Step::Wait),
-            ("the last copy's failure ends it",         Next::GiveUp(GiveUpReason::AttemptsExhausted), false, None, Step::GiveUp(GiveUpReason::AttemptsExhausted)),
-            ("out of time, nothing running",            Next::GiveUp(GiveUpReason::DeadlineExceeded), false, None, Step::GiveUp(GiveUpReason::DeadlineExceeded)),
-            // The model checker's trace: a hedge's 503 with `Retry-After: 1` holds new
-            // copies, then the first copy times out; the next copy waited for nothing.
-            ("a timeout while held waits for the hold", pause(Duration::ZERO, DelayReason::Backoff), false, held, Step::Wait),
-            ("a shorter Retry-After keeps the hold",    pause(100 * MS, DelayReason::RetryAfter), true, held, Step::LaunchAfter(200 * MS)),
-            ("a longer Retry-After extends the hold",   pause(300 * MS, DelayReason::RetryAfter), true, held, Step::LaunchAfter(300 * MS)),
-            ("a final answer wins while held",          Next::Deliver, true, held, Step::Win),
+        let rows: [(&str, Next, bool, Step); 9] = [
+            ("a final answer wins at once",             Next::Deliver, true,  Step::Win),
+            ("the last copy's final answer wins",       Next::Deliver, false, Step::Win),
+            ("a 503 while another runs: launch now",    pause(Duration::ZERO, DelayReason::Backoff), true, Step::LaunchNow),
+            ("a 503 alone: launch now",                 pause(Duration::ZERO, DelayReason::Backoff), false, Step::LaunchNow),
+            ("Retry-After holds the next copy",         pause(300 * MS, DelayReason::RetryAfter), true, Step::LaunchAfter(300 * MS)),
+            ("attempts used while another runs: wait",  Next::GiveUp(GiveUpReason::AttemptsExhausted), true, Step::Wait),
+            ("a failure never beats a running copy",    Next::GiveUp(GiveUpReason::NotRetryable), true, Step::Wait),
+            ("the last copy's failure ends it",         Next::GiveUp(GiveUpReason::AttemptsExhausted), false, Step::GiveUp(GiveUpReason::AttemptsExhausted)),
+            ("out of time, nothing running",            Next::GiveUp(GiveUpReason::DeadlineExceeded), false, Step::GiveUp(GiveUpReason::DeadlineExceeded)),
         ];
-        for (name, next, others, held_for, step) in rows {
-            assert_eq!(after_copy(next, others, held_for), step, "{name}");
+        for (name, next, others, step) in rows {
+            assert_eq!(after_copy(next, others), step, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_retry_after_holds_every_copy() {
+        let t = Instant::now();
+        let at = |ms: u64| t + ms * MS;
+        #[rustfmt::skip]
+        let rows: [(&str, Option<Instant>, Option<Duration>, u64, Option<Instant>, Option<Duration>); 7] = [
+            ("nothing asked, nothing held",             None,          None,            100, None,          None),
+            ("an ask starts a hold",                    None,          Some(300 * MS),  100, Some(at(400)), Some(300 * MS)),
+            ("a zero ask is still an ask",              None,          Some(Duration::ZERO), 100, Some(at(100)), Some(Duration::ZERO)),
+            // The model checker's trace: a copy's 503 with `Retry-After` (beyond the
+            // deadline, so the copy waited for the others), then another copy's
+            // failure without one; the next copy went before the first ask.
+            ("a failure without an ask keeps the hold", Some(at(400)), None,            100, Some(at(400)), Some(300 * MS)),
+            ("a shorter ask keeps the longer hold",     Some(at(400)), Some(100 * MS),  100, Some(at(400)), Some(300 * MS)),
+            ("a longer ask extends the hold",           Some(at(400)), Some(500 * MS),  100, Some(at(600)), Some(500 * MS)),
+            ("a hold that passed holds nothing",        Some(at(400)), None,            500, Some(at(400)), None),
+        ];
+        for (name, held, asked, now, expected_hold, expected_left) in rows {
+            assert_eq!(
+                hold(held, asked, at(now)),
+                (expected_hold, expected_left),
+                "{name}"
+            );
         }
     }
 

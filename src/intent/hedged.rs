@@ -87,13 +87,8 @@ struct InFlight<'a> {
 enum Timer {
     /// The hedge delay: if no copy answered by then, another goes out.
     Hedge(Duration),
-    /// A `Retry-After` on copy `after`: the next copy goes out when it ends, at
-    /// `until` (no copy goes earlier).
-    Hold {
-        delay: Duration,
-        after: u32,
-        until: Instant,
-    },
+    /// A `Retry-After` on copy `after`: the next copy goes out when it ends.
+    Hold { delay: Duration, after: u32 },
 }
 
 enum Event {
@@ -115,6 +110,9 @@ struct Race<'r, 'o> {
     notes: Vec<(u32, Duration, DelayReason)>,
     /// The latest copy sent, and when: a hedge's line goes on it.
     latest: (u32, Instant),
+    /// No copy goes before then: the latest any answer's `Retry-After` allows
+    /// (`hedge::hold`).
+    held_until: Option<Instant>,
 }
 
 impl<'r, 'o> Race<'r, 'o> {
@@ -134,6 +132,7 @@ impl<'r, 'o> Race<'r, 'o> {
             sent: 0,
             notes: Vec::new(),
             latest: (0, Instant::now()),
+            held_until: None,
         }
     }
 
@@ -201,6 +200,9 @@ impl<'r, 'o> Race<'r, 'o> {
                         self.hedger.record_latency(&authority, took);
                     }
                     // 6. What this copy's end means for the race.
+                    let (held_until, retry_after) =
+                        hedge::hold(self.held_until, verdict.retry_after, now);
+                    self.held_until = held_until;
                     let facts = Facts {
                         ended: match &result {
                             Ok(_) => Ended::Response {
@@ -218,7 +220,7 @@ impl<'r, 'o> Race<'r, 'o> {
                         attempts_made: self.sent,
                         max_attempts: policy.settings.max_attempts,
                         remaining: self.deadline.remaining(now),
-                        retry_after: verdict.retry_after,
+                        retry_after,
                         retry_after_ceiling: policy.settings.retry_after_ceiling,
                         completed_not_kept: false,
                         too_early_again: verdict.too_early && state.too_early_seen,
@@ -229,13 +231,7 @@ impl<'r, 'o> Race<'r, 'o> {
                     // No backoff: a hedged intent sends the next copy at once.
                     let next = decision::after_attempt(facts, || Duration::ZERO);
                     state.too_early_seen |= verdict.too_early;
-                    let held_for = match &timer {
-                        Some((_, Timer::Hold { until, .. })) => {
-                            Some(until.saturating_duration_since(now))
-                        }
-                        _ => None,
-                    };
-                    let step = hedge::after_copy(next, !copies.is_empty(), held_for);
+                    let step = hedge::after_copy(next, !copies.is_empty());
                     if step == Step::Win {
                         if let Ok(mut response) = result {
                             if copy.cause == Some(RetryCause::Hedge) {
@@ -286,7 +282,6 @@ impl<'r, 'o> Race<'r, 'o> {
                             let hold = Timer::Hold {
                                 delay,
                                 after: failed_copy,
-                                until: now + delay,
                             };
                             timer = Some((policy.sleeper.sleep(delay), hold));
                         }
@@ -294,14 +289,15 @@ impl<'r, 'o> Race<'r, 'o> {
                 }
                 Event::Timer => match timer.take().map(|(_, why)| why) {
                     Some(Timer::Hedge(delay)) => {
+                        let now = policy.clock.now();
                         let facts = HedgeFacts {
                             in_flight: copies.len() as u32,
                             max_copies,
                             sent: self.sent,
                             max_attempts: policy.settings.max_attempts,
-                            remaining: self.deadline.remaining(policy.clock.now()),
+                            remaining: self.deadline.remaining(now),
                             min_attempt_window,
-                            held: false,
+                            held: self.held_until.is_some_and(|until| now < until),
                         };
                         let hedged = self.hedge(intent, &transport, &mut copies, delay, facts);
                         // A refused hedge never makes the intent wait: the
@@ -311,7 +307,7 @@ impl<'r, 'o> Race<'r, 'o> {
                             self.arm_hedge(&authority, &mut timer);
                         }
                     }
-                    Some(Timer::Hold { delay, after, .. }) => {
+                    Some(Timer::Hold { delay, after }) => {
                         let relaunch = self.relaunch(
                             intent,
                             &transport,

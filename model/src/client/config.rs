@@ -7,9 +7,10 @@ use reqwest_resilience::model_rules::{self, BreakerRules, Mutations};
 
 use super::answer::Answer;
 
-/// One tick of the model's clock. A whole second, so that a `Retry-After` of
-/// delay-seconds is a whole number of ticks and every pause ends on a tick.
-pub(super) const TICK: Duration = Duration::from_secs(1);
+/// One tick of the model's clock: half a second, so that a `Retry-After` of
+/// delay-seconds is a whole number of ticks, every pause ends on a tick, and a
+/// hedged copy's useful window (a tenth of its longest attempt) is more than a tick.
+pub(super) const TICK: Duration = Duration::from_millis(500);
 
 /// The duration of `ticks` ticks.
 pub(super) fn ticks(ticks: u8) -> Duration {
@@ -81,6 +82,8 @@ pub struct Config {
     pub deadline: u8,
     /// `max_attempts`.
     pub max_attempts: u32,
+    /// The policy's attempt timeout; `None`: implied by the deadline.
+    pub attempt_timeout: Option<Duration>,
     /// `retry_after_ceiling`, in ticks.
     pub retry_after_ceiling: u8,
     /// `conflict_delay`, in ticks.
@@ -112,7 +115,9 @@ impl Config {
 
     /// Each attempt's timeout before it is cut to the time left.
     pub fn attempt_timeout(&self) -> Option<Duration> {
-        model_rules::implied_attempt_timeout(Some(self.deadline()), self.max_attempts)
+        self.attempt_timeout.or_else(|| {
+            model_rules::implied_attempt_timeout(Some(self.deadline()), self.max_attempts)
+        })
     }
 
     /// The least time an attempt must have to be worth sending.

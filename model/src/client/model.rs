@@ -165,6 +165,11 @@ impl ClientModel {
             ghost.broke(Broken::KeyOrRequestId);
         }
         ghost.request_ids |= 1 << id;
+        let left = model_rules::remaining(Some(config.deadline()), ticks(now));
+        let hedged = config.hedging.is_some();
+        if hedged && cause != Cause::First && left < Some(config.min_attempt_window()) {
+            ghost.broke(Broken::CopyTooLate);
+        }
         if let Some(hedging) = config.hedging {
             let in_flight = state.copies.len() as u32 + 1;
             if in_flight > hedging.max_copies || u32::from(state.sent) + 1 > config.max_attempts {
@@ -228,6 +233,7 @@ impl Model for ClientModel {
                 breaker: BreakerPhase::Closed,
                 breaker_events_left: config.breaker_events,
                 cap_left: config.hedging.map_or(0, |hedging| hedging.cap),
+                held_until: None,
                 ghost: Ghost::default(),
             })
             .collect()

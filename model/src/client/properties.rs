@@ -30,6 +30,9 @@ pub const REFUSED_NOTHING_SENT: &str =
 /// An open circuit admits nothing but its half-open probe; a hedge only while closed.
 pub const OPEN_BREAKER_ADMITS_ONLY_PROBE: &str =
     "an open breaker admits no attempt but the half-open probe, and a hedge only while closed";
+/// A hedge or a copy after a failure goes only with its useful window left.
+pub const COPY_HAS_ITS_WINDOW: &str =
+    "no hedged copy without its useful window before the deadline";
 /// Every intent ends within the bounds.
 pub const EVERY_INTENT_ENDS: &str = "every intent ends";
 
@@ -67,6 +70,9 @@ pub fn of(model: &ClientModel) -> Vec<Property<ClientModel>> {
         }),
         Property::always(OPEN_BREAKER_ADMITS_ONLY_PROBE, |_, s: &State| {
             !s.ghost.has_broken(Broken::AdmittedWhileOpen)
+        }),
+        Property::always(COPY_HAS_ITS_WINDOW, |_, s: &State| {
+            !s.ghost.has_broken(Broken::CopyTooLate)
         }),
         Property::eventually(EVERY_INTENT_ENDS, |_, s: &State| s.is_done()),
         Property::sometimes(SOMETIMES_RETRY_AFTER, |_, s: &State| {

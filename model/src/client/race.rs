@@ -28,7 +28,7 @@ impl ClientModel {
         });
     }
 
-    fn copy_facts(&self, state: &State) -> CopyFacts {
+    fn copy_facts(&self, state: &State, held: bool) -> CopyFacts {
         CopyFacts {
             in_flight: state.copies.len() as u32,
             max_copies: self.config.hedging.map_or(1, |hedging| hedging.max_copies),
@@ -36,6 +36,7 @@ impl ClientModel {
             max_attempts: self.config.max_attempts,
             remaining: self.remaining(state),
             min_attempt_window: self.config.min_attempt_window(),
+            held,
         }
     }
 
@@ -51,13 +52,19 @@ impl ClientModel {
         let verdict = self.verdict(state.kind, answer);
         self.finished(state, verdict.struggling, choice.trips);
         self.heard(state, answer);
+        let (held_until, retry_after) = model_rules::hold(
+            state.held_until.map(ticks),
+            verdict.retry_after,
+            ticks(state.now),
+        );
+        state.held_until = held_until.map(ticks_ceil);
         let facts = Facts {
             ended: ended(answer, verdict),
             conflict: verdict.conflict,
             attempts_made: u32::from(state.sent),
             max_attempts: config.max_attempts,
             remaining: self.remaining(state),
-            retry_after: verdict.retry_after,
+            retry_after,
             retry_after_ceiling: ticks(config.retry_after_ceiling),
             too_early_again: verdict.too_early && state.too_early_seen,
             conflict_delay: ticks(config.conflict_delay),
@@ -67,11 +74,7 @@ impl ClientModel {
         // No backoff: a hedged intent sends the next copy at once.
         let next = model_rules::after_attempt(facts, Duration::ZERO, config.mutations);
         state.too_early_seen |= verdict.too_early;
-        let held_for = match state.timer {
-            Some(Timer::Hold { until }) => Some(ticks(until.saturating_sub(state.now))),
-            _ => None,
-        };
-        let step = model_rules::after_copy(next, !state.copies.is_empty(), held_for);
+        let step = model_rules::after_copy(next, !state.copies.is_empty());
         match step {
             CopyStep::Win if answer.is_response() => {
                 if copy.cause == Cause::Hedge {
@@ -120,7 +123,8 @@ impl ClientModel {
     /// it. `Some`: the intent ends so, because nothing else runs.
     fn relaunch(&self, state: &mut State, budget_refuses: bool, held: bool) -> Option<End> {
         let alone = state.copies.is_empty();
-        if let Err(no) = model_rules::may_copy(self.copy_facts(state), self.config.mutations) {
+        let facts = self.copy_facts(state, false);
+        if let Err(no) = model_rules::may_copy(facts, self.config.mutations) {
             let reason = match no {
                 NoCopy::TooLate => Why::DeadlineExceeded,
                 _ => Why::AttemptsExhausted,
@@ -154,7 +158,9 @@ impl ClientModel {
     }
 
     fn hedge(&self, state: &mut State, budget_refuses: bool) -> bool {
-        if model_rules::may_copy(self.copy_facts(state), self.config.mutations).is_err() {
+        let held = state.held_until.is_some_and(|until| state.now < until);
+        let facts = self.copy_facts(state, held);
+        if model_rules::may_copy(facts, self.config.mutations).is_err() {
             return false;
         }
         let uncapped = self.config.loop_mutation == Some(LoopMutation::HedgeWithoutCap);

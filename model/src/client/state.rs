@@ -34,6 +34,8 @@ pub struct State {
     pub breaker_events_left: u8,
     /// Hedges the cap may still grant.
     pub cap_left: u8,
+    /// A hedged race's hold: no copy before this tick (`hedge::hold`).
+    pub held_until: Option<u8>,
     /// What the properties read.
     pub ghost: Ghost,
 }
@@ -176,6 +178,8 @@ pub enum Broken {
     SentAfterRefusal = 1 << 8,
     /// An attempt admitted while the circuit was open, or a hedge while not closed.
     AdmittedWhileOpen = 1 << 9,
+    /// A hedged copy went with less than its useful window left.
+    CopyTooLate = 1 << 10,
 }
 
 /// Something that happened (a bit of [`Ghost::seen`]).
