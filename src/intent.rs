@@ -181,8 +181,7 @@ impl<T: Transport> Ready<T> {
                         Some(_) => policy.clock.now(),
                         None => started,
                     };
-                    let times = (started, first);
-                    attempt_loop(prepared, policy, &observers, &deadline, times, intent_id).await
+                    attempt_loop(prepared, policy, &observers, &deadline, first, intent_id).await
                 }
                 Some(refused) => Err(refusal_error(refused, prepared, policy, started)),
             };
@@ -253,19 +252,18 @@ fn mark_end_not_recorded(result: &mut Result<reqwest::Response, Error>) {
 }
 
 /// The attempts of one intent (steps 4–7): send, classify, decide, pause, until a
-/// result. `times`: when the intent started (`send()`), and when its first attempt
-/// does (after the write-ahead, if one ran).
+/// result. `first_started`: when the first attempt starts (after the write-ahead,
+/// if one ran; the intent itself started at the deadline's start).
 async fn attempt_loop<T: Transport>(
     intent: &mut Prepared<T>,
     policy: &PolicyInner,
     observers: &Observers<'_>,
     deadline: &Deadline,
-    times: (Instant, Instant),
+    first_started: Instant,
     intent_id: RequestId,
 ) -> Result<reqwest::Response, Error> {
-    let (started, first_started) = times;
     let min_attempt_window = decision::min_attempt_window(intent.attempt_timeout, intent.deadline);
-    let mut state = LoopState::new(intent, policy, started);
+    let mut state = LoopState::new(intent, policy, deadline.started());
     let mut attempt = Attempt {
         number: 1,
         started: first_started,

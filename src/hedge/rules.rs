@@ -238,9 +238,9 @@ mod tests {
     #[test]
     fn a_retry_after_holds_every_copy() {
         let t = Instant::now();
-        let at = |ms: u64| t + ms * MS;
+        let at = |ms: u32| t + ms * MS;
         #[rustfmt::skip]
-        let rows: [(&str, Option<Instant>, Option<Duration>, u64, Option<Instant>, Option<Duration>); 7] = [
+        let rows: [(&str, Option<Instant>, Option<Duration>, u32, Option<Instant>, Option<Duration>); 7] = [
             ("nothing asked, nothing held",             None,          None,            100, None,          None),
             ("an ask starts a hold",                    None,          Some(300 * MS),  100, Some(at(400)), Some(300 * MS)),
             ("a zero ask is still an ask",              None,          Some(Duration::ZERO), 100, Some(at(100)), Some(Duration::ZERO)),
