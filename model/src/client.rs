@@ -50,10 +50,12 @@
 //! crate's own function for each called rule; for the copied ones, in the copy
 //! ([`LoopMutation`]).
 
+mod actions;
 mod answer;
 mod attempts;
 mod config;
 mod gates;
+mod intent;
 mod model;
 mod properties;
 mod race;
@@ -67,8 +69,10 @@ use stateright::{Checker, Expectation, HasDiscoveries, Model};
 
 use crate::report::{Report, Scope};
 
+pub use actions::Action;
 pub use answer::Answer;
-pub use config::{Config, HedgeConfig, IntentKind, LoopMutation};
+pub use config::{Config, HedgeConfig, LoopMutation};
+pub use intent::IntentKind;
 pub use model::ClientModel;
 pub use properties::*;
 
@@ -233,7 +237,7 @@ fn check_config(config: Config, stop_at: Option<&'static str>) -> Report {
     }
 }
 
-fn trace(model: &ClientModel, path: &stateright::Path<state::State, model::Action>) -> String {
+fn trace(model: &ClientModel, path: &stateright::Path<state::State, Action>) -> String {
     let _ = model;
     let mut out = String::new();
     for (state, action) in path.clone().into_vec() {

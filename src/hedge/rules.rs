@@ -176,6 +176,15 @@ mod tests {
 
     /// name, settings, method, keyed, durable, replayable, max attempts → hedged
     type EligibleRow<'a> = (&'a str, &'a Hedging, Method, bool, bool, bool, u32, bool);
+    /// name, held until, asked, now (ms) → held until, the `Retry-After` to decide with
+    type HoldRow = (
+        &'static str,
+        Option<Instant>,
+        Option<Duration>,
+        u32,
+        Option<Instant>,
+        Option<Duration>,
+    );
     /// name, samples, percentile, min samples, floor → delay
     type DelayRow = (
         &'static str,
@@ -240,7 +249,7 @@ mod tests {
         let t = Instant::now();
         let at = |ms: u32| t + ms * MS;
         #[rustfmt::skip]
-        let rows: [(&str, Option<Instant>, Option<Duration>, u32, Option<Instant>, Option<Duration>); 7] = [
+        let rows: [HoldRow; 7] = [
             ("nothing asked, nothing held",             None,          None,            100, None,          None),
             ("an ask starts a hold",                    None,          Some(300 * MS),  100, Some(at(400)), Some(300 * MS)),
             ("a zero ask is still an ask",              None,          Some(Duration::ZERO), 100, Some(at(100)), Some(Duration::ZERO)),

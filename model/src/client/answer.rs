@@ -3,7 +3,7 @@
 
 use reqwest_resilience::model_rules::{self, Failure, Mutations, Verdict};
 
-use super::config::IntentKind;
+use super::intent::IntentKind;
 
 /// The server's answer to one attempt, or what the transport did with it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

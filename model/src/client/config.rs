@@ -6,6 +6,7 @@ use std::time::Duration;
 use reqwest_resilience::model_rules::{self, BreakerRules, Mutations};
 
 use super::answer::Answer;
+use super::intent::IntentKind;
 
 /// One tick of the model's clock: half a second, so that a `Retry-After` of
 /// delay-seconds is a whole number of ticks, every pause ends on a tick, and a
@@ -22,28 +23,6 @@ pub(super) fn ticks(ticks: u8) -> Duration {
 pub(super) fn ticks_ceil(duration: Duration) -> u8 {
     let whole = duration.as_nanos().div_ceil(TICK.as_nanos());
     u8::try_from(whole).unwrap_or(u8::MAX)
-}
-
-/// The request an intent sends: what decides whether it may be retried or hedged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct IntentKind {
-    /// POST (not idempotent) or GET.
-    pub post: bool,
-    /// Carries an idempotency key.
-    pub keyed: bool,
-    /// Has a write-ahead (a journal) that may refuse it before its first byte.
-    pub write_ahead: bool,
-}
-
-impl IntentKind {
-    /// The method on the wire.
-    pub fn method(&self) -> reqwest_resilience::reqwest::Method {
-        if self.post {
-            reqwest_resilience::reqwest::Method::POST
-        } else {
-            reqwest_resilience::reqwest::Method::GET
-        }
-    }
 }
 
 /// Hedging's settings (fixed delay).

@@ -3,7 +3,7 @@
 
 use reqwest_resilience::model_rules::BreakerPhase;
 
-use super::config::IntentKind;
+use super::intent::IntentKind;
 
 /// The whole state: the intent, the clock, the shared gates, the ghost record.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
