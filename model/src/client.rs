@@ -6,22 +6,25 @@
 //! `before_first_byte` (done, refused, or out of time at the deadline); each attempt
 //! or copy on the wire until it meets an answer or its timeout; the decision after
 //! it; the gates on the retry; the pause; in a hedged race, the hedge delay and a
-//! `Retry-After` hold. The clock moves in whole-second ticks up to one past the
-//! deadline; a timer never fires early but may fire late (a loaded runtime). Around
-//! the intent, other intents may trip the breaker, take its probe or end one, and
-//! drain the retry budget.
+//! `Retry-After` hold. The code between two awaits is one step. The clock moves in
+//! ticks of half a second up to one tick past the deadline; a timer never fires
+//! early but may fire late (a loaded runtime). Around the intent, other intents may
+//! trip the breaker, take its probe or end one, and drain the retry budget.
 //!
 //! Nondeterminism: each attempt's answer (200, 400, 409, 425, 429 and 503 with or
-//! without `Retry-After`, a connect failure, a connection lost after the request
-//! left, the attempt's timeout) and when it comes, the backoff's jitter (either end
-//! of its range), whether a failure trips the breaker, whether the budget refuses,
-//! and late timers.
+//! without `Retry-After`, one beyond the ceiling, a connect failure, a connection
+//! lost after the request left, the attempt's own timeout) and the tick it comes
+//! at; the backoff's jitter (either end of its range); whether a failure trips the
+//! breaker; whether the budget refuses; late timers.
 //!
-//! Bounds: `max_attempts` 3, a deadline of 6 ticks (8 in the full form), at most 2
-//! copies in flight (3 in the full form), a hedge cap of 1 (2), one change to the
-//! breaker by other intents (2). Symmetry: the copies in flight are a sorted list,
-//! so copies that agree in every field (sent together, for the same cause) are one
-//! state whatever their order; nothing else is symmetric (one intent per run).
+//! Bounds (bounded form / full form): the intents are a keyed POST with a
+//! write-ahead and an unkeyed POST (plus a keyed GET), or a hedged GET;
+//! `max_attempts` 3; a deadline of 6 s / 8 s; the hedge delay 1 s, at most 2 copies
+//! in flight, a hedge cap of 1 (and a run with 2, where `max_copies` binds); other
+//! intents change the breaker once / twice. Symmetry: the copies in flight are one
+//! sorted list, so copies that agree in every field (sent at the same tick for the
+//! same cause) are one state whatever their order; nothing else is symmetric (one
+//! intent per run, and the breaker and the budget are the world around it).
 //!
 //! # The rules the model calls (through `reqwest_resilience::model_rules`)
 //! - `classify::classify` (with the crate's `Retry-After` parser): every answer's
@@ -47,8 +50,17 @@
 //! - gate order (the breaker before the budget) and `not_sent` on a later refusal.
 //!
 //! The mutation tests (`model/tests/client.rs`) switch off one guard inside the
-//! crate's own function for each called rule; for the copied ones, in the copy
-//! ([`LoopMutation`]).
+//! crate's own function for each called rule (`model_rules::Mutation`); for the
+//! copied ones, in the copy ([`LoopMutation`]).
+//!
+//! # What the model found
+//! - A hedged race let a copy go before another copy's `Retry-After`: a transient
+//!   failure without one launched the next copy at once, and a `Retry-After` that
+//!   made its copy wait for the others left the hedge timer running. The race now
+//!   keeps one hold for all its copies (`hedge::hold`).
+//! - The first attempt after a write-ahead had its timeout cut to the time left at
+//!   `send()`, not after the write-ahead: it could start at the deadline or run past
+//!   it. It is now timed from the write-ahead's end.
 
 mod actions;
 mod answer;

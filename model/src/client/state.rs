@@ -147,7 +147,7 @@ pub struct Ghost {
     /// The earliest tick any answer's `Retry-After` allows the next attempt.
     pub not_before: u8,
     /// Request ids used (bit n: the id made for the n-th send).
-    pub request_ids: u8,
+    pub request_ids: u32,
     /// The write-ahead refused the intent.
     pub refused: bool,
     /// An unkeyed POST met an answer that does not prove it unprocessed.
