@@ -19,9 +19,9 @@
 //!
 //! Bounds (bounded form / full form): the intents are a keyed POST with a
 //! write-ahead and an unkeyed POST (plus a keyed GET), or a hedged GET;
-//! `max_attempts` 3; a deadline of 6 s / 8 s; the hedge delay 1 s, at most 2 copies
+//! `max_attempts` 3; a deadline of 6 s / 10 s; the hedge delay 1 s, at most 2 copies
 //! in flight, a hedge cap of 1 (and a run with 2, where `max_copies` binds); other
-//! intents change the breaker once / twice. Symmetry: the copies in flight are one
+//! intents change the breaker once / three times. Symmetry: the copies in flight are one
 //! sorted list, so copies that agree in every field (sent at the same tick for the
 //! same cause) are one state whatever their order; nothing else is symmetric (one
 //! intent per run, and the breaker and the budget are the world around it).
@@ -170,12 +170,12 @@ pub fn config(scope: Scope, hedged: bool) -> Config {
         } else {
             plain_answers
         },
-        // Ticks of half a second: 6 s (8 s in the full form).
-        deadline: if full { 16 } else { 12 },
+        // In ticks of half a second.
+        deadline: if full { 20 } else { 12 },
         max_attempts: 3,
         // Hedged: attempts as long as the deadline, so that a copy's useful window
         // (a tenth of it) is longer than a tick; plain: implied by the deadline.
-        attempt_timeout: hedged.then_some(if full { 8 * s } else { 6 * s }),
+        attempt_timeout: hedged.then_some(if full { 10 * s } else { 6 * s }),
         retry_after_ceiling: 6,
         conflict_delay: 2,
         backoff: Backoff::full_jitter(s, 2 * s),
@@ -189,7 +189,7 @@ pub fn config(scope: Scope, hedged: bool) -> Config {
             probes: 1,
             probe_lease: 2 * s,
         }),
-        breaker_events: if full { 2 } else { 1 },
+        breaker_events: if full { 3 } else { 1 },
         budget: true,
         mutations: Mutations::NONE,
         loop_mutation: None,
