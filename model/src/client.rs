@@ -34,8 +34,8 @@
 //! - `deadline::AttemptTimeout::for_intent` and `Deadline::attempt_timeout`,
 //!   `remaining`: each attempt's timeout cut to the time left;
 //! - `Backoff::delay` (at either end of its jitter range);
-//! - `hedge::after_copy` and `hedge::may_hedge`: what a copy's end means, and
-//!   whether a copy may go;
+//! - `hedge::after_copy`, `hedge::may_hedge` and `hedge::hold`: what a copy's end
+//!   means, whether a copy may go, and the race's `Retry-After` hold;
 //! - `breaker::phases::step`: every admission, end, cancellation and refusal.
 //!
 //! # The rules the model copies
@@ -43,7 +43,8 @@
 //!   race's bookkeeping (one timer, `nothing_left`): `intent.rs`, `intent/hedged.rs`
 //!   are async code over reqwest, not pure functions;
 //! - the request id made for each attempt (`RequestId::generate`) and the key put
-//!   on the template once (`outgoing`): one key per intent, a new id per send;
+//!   on the template once (`outgoing`): one key per intent, a new id per send (the
+//!   model carries no key value; its property checks that no request id repeats);
 //! - the hedge cap (`RetryBudget::try_withdraw` in the `Hedger`) as a count of
 //!   grants, and the retry budget and the breaker's window (`is_tripped`) as the
 //!   model's choices: their arithmetic is tested in `budget.rs` and `breaker/`;
@@ -52,15 +53,6 @@
 //! The mutation tests (`model/tests/client.rs`) switch off one guard inside the
 //! crate's own function for each called rule (`model_rules::Mutation`); for the
 //! copied ones, in the copy ([`LoopMutation`]).
-//!
-//! # What the model found
-//! - A hedged race let a copy go before another copy's `Retry-After`: a transient
-//!   failure without one launched the next copy at once, and a `Retry-After` that
-//!   made its copy wait for the others left the hedge timer running. The race now
-//!   keeps one hold for all its copies (`hedge::hold`).
-//! - The first attempt after a write-ahead had its timeout cut to the time left at
-//!   `send()`, not after the write-ahead: it could start at the deadline or run past
-//!   it. It is now timed from the write-ahead's end.
 
 mod actions;
 mod answer;
