@@ -63,10 +63,29 @@ pub(crate) fn take_own(request: &mut reqwest::Request) -> Option<Duration> {
 /// The timeout of an attempt: the intent's (`each`) cut to the time `left`
 /// before the deadline (`None`: the intent has none).
 pub(crate) fn of_attempt(each: Option<Duration>, left: Option<Duration>) -> Option<Duration> {
+    of_attempt_guarded(each, left, |_| true)
+}
+
+/// [`of_attempt`] with its guard kept only where `holds` says so: the crate always
+/// passes `|_| true`, which the compiler folds away; the model checker's mutation
+/// tests switch it off (see `model_rules`).
+pub(crate) fn of_attempt_guarded(
+    each: Option<Duration>,
+    left: Option<Duration>,
+    holds: impl Fn(Guard) -> bool,
+) -> Option<Duration> {
+    let left = left.filter(|_| holds(Guard::CutToTimeLeft));
     match (left, each) {
         (Some(left), Some(each)) => Some(left.min(each)),
         (left, each) => left.or(each),
     }
+}
+
+/// The guard of [`of_attempt`] that a mutation test switches off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Guard {
+    /// An attempt's timeout is cut to the time left (zero: no attempt starts).
+    CutToTimeLeft,
 }
 
 /// Who applies an attempt's timeout on the wire: the reqwest client, built with

@@ -276,6 +276,25 @@ impl Verdict {
 /// server's explicit hint, then the default; method safety last, and it cannot be
 /// overridden. An HTTP-date `Retry-After` is measured from `clock`'s wall time.
 pub(crate) fn classify(rules: &Rules<'_>, view: &AttemptView<'_>, clock: &dyn Clock) -> Verdict {
+    classify_guarded(rules, view, clock, |_| true)
+}
+
+/// The guard of [`classify`] that the model checker's mutation tests switch off,
+/// to show that a property depends on it (see `model_rules`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Guard {
+    /// A POST or PATCH without a key goes again only if it provably had no effect.
+    MethodSafety,
+}
+
+/// [`classify`] with its guard kept only where `holds` says so: the crate always
+/// passes `|_| true`, which the compiler folds away.
+pub(crate) fn classify_guarded(
+    rules: &Rules<'_>,
+    view: &AttemptView<'_>,
+    clock: &dyn Clock,
+    holds: impl Fn(Guard) -> bool,
+) -> Verdict {
     let decision = rules
         .classifier
         .and_then(|classifier| classifier.classify(view))
@@ -288,7 +307,7 @@ pub(crate) fn classify(rules: &Rules<'_>, view: &AttemptView<'_>, clock: &dyn Cl
             )
         });
     let transient = decision.is_retry();
-    let safe = retry_is_safe(view.method, view.keyed, &view.result);
+    let safe = retry_is_safe(view.method, view.keyed, &view.result) || !holds(Guard::MethodSafety);
     let asked = match decision {
         Decision::RetryAfter(delay) => Some(delay),
         _ => None,

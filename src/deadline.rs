@@ -20,6 +20,11 @@ impl Deadline {
         Self { started, limit }
     }
 
+    /// When the intent started: the deadline counts from here.
+    pub(crate) fn started(&self) -> Instant {
+        self.started
+    }
+
     /// Time left at `now`; `None` when the intent has no deadline.
     pub(crate) fn remaining(&self, now: Instant) -> Option<Duration> {
         self.limit

@@ -147,6 +147,26 @@ pub(crate) fn conflict_wait_limit(deadline: Option<Duration>, conflict_delay: Du
 ///    the deadline, which ends the intent at once; and no pause that would leave
 ///    the next attempt less than its useful window before the deadline.
 pub(crate) fn after_attempt(facts: Facts, backoff: impl FnOnce() -> Duration) -> Next {
+    after_attempt_guarded(facts, backoff, |_| true)
+}
+
+/// A guard of [`after_attempt`] that the model checker's mutation tests switch off,
+/// to show that a property depends on it (see `model_rules`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Guard {
+    /// Never a pause shorter than the server's `Retry-After`.
+    RetryAfterFloor,
+    /// No pause that leaves the next attempt less than its useful window.
+    UsefulWindow,
+}
+
+/// [`after_attempt`] with each guard kept only where `holds` says so: the crate
+/// always passes `|_| true`, which the compiler folds away.
+pub(crate) fn after_attempt_guarded(
+    facts: Facts,
+    backoff: impl FnOnce() -> Duration,
+    holds: impl Fn(Guard) -> bool,
+) -> Next {
     let retry = match facts.ended {
         Ended::InvalidRequest => return Next::GiveUp(GiveUpReason::InvalidRequest),
         Ended::Response { .. } if facts.completed_not_kept => {
@@ -170,9 +190,10 @@ pub(crate) fn after_attempt(facts: Facts, backoff: impl FnOnce() -> Duration) ->
     }
     // Would an attempt after a pause of `delay` still have a useful window?
     let too_late = |delay: Duration| {
-        facts
-            .remaining
-            .is_some_and(|left| delay.saturating_add(facts.min_attempt_window) > left)
+        holds(Guard::UsefulWindow)
+            && facts
+                .remaining
+                .is_some_and(|left| delay.saturating_add(facts.min_attempt_window) > left)
     };
     let cause = if facts.conflict {
         RetryCause::Conflict
@@ -196,7 +217,9 @@ pub(crate) fn after_attempt(facts: Facts, backoff: impl FnOnce() -> Duration) ->
         Some(asked) if too_late(asked) => {
             return Next::GiveUp(GiveUpReason::RetryAfterBeyondDeadline)
         }
-        Some(asked) if asked >= floor => (asked, DelayReason::RetryAfter),
+        Some(asked) if asked >= floor && holds(Guard::RetryAfterFloor) => {
+            (asked, DelayReason::RetryAfter)
+        }
         _ => (floor, floor_reason),
     };
     if too_late(delay) {

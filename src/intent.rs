@@ -175,7 +175,13 @@ impl<T: Transport> Ready<T> {
                     Box::pin(race).await
                 }
                 None => {
-                    attempt_loop(prepared, policy, &observers, &deadline, started, intent_id).await
+                    // The first attempt starts after the write-ahead: its timeout is
+                    // cut to the time left then, not at `send()`.
+                    let first = match self.write_ahead {
+                        Some(_) => policy.clock.now(),
+                        None => started,
+                    };
+                    attempt_loop(prepared, policy, &observers, &deadline, first, intent_id).await
                 }
                 Some(refused) => Err(refusal_error(refused, prepared, policy, started)),
             };
@@ -246,20 +252,21 @@ fn mark_end_not_recorded(result: &mut Result<reqwest::Response, Error>) {
 }
 
 /// The attempts of one intent (steps 4–7): send, classify, decide, pause, until a
-/// result.
+/// result. `first_started`: when the first attempt starts (after the write-ahead,
+/// if one ran; the intent itself started at the deadline's start).
 async fn attempt_loop<T: Transport>(
     intent: &mut Prepared<T>,
     policy: &PolicyInner,
     observers: &Observers<'_>,
     deadline: &Deadline,
-    started: Instant,
+    first_started: Instant,
     intent_id: RequestId,
 ) -> Result<reqwest::Response, Error> {
     let min_attempt_window = decision::min_attempt_window(intent.attempt_timeout, intent.deadline);
-    let mut state = LoopState::new(intent, policy, started);
+    let mut state = LoopState::new(intent, policy, deadline.started());
     let mut attempt = Attempt {
         number: 1,
-        started,
+        started: first_started,
         request_id: intent_id,
     };
     // The result before a pause: what the caller gets if the next attempt cannot start.

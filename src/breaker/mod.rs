@@ -12,6 +12,11 @@ use crate::ratio::{whole, Millionths};
 use crate::window::{Counts, Epochs, Window};
 
 mod phases;
+// The phases' pure rule, for the model checker only (see `model_rules`).
+#[cfg(feature = "unstable-model-rules")]
+pub(crate) use phases::{
+    step_guarded, Event as PhaseEvent, Guard, Phase as CircuitPhase, Rules as PhaseRules,
+};
 
 use phases::{Event, Phase, Rules};
 

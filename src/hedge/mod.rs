@@ -43,5 +43,8 @@ mod rules;
 mod settings;
 
 pub(crate) use hedger::Hedger;
-pub(crate) use rules::{after_copy, eligible, may_hedge, HedgeFacts, NoHedge, Step};
+pub(crate) use rules::{after_copy, eligible, hold, may_hedge, HedgeFacts, NoHedge, Step};
 pub use settings::Hedging;
+// The hedge rules' guards, for the model checker only (see `model_rules`).
+#[cfg(feature = "unstable-model-rules")]
+pub(crate) use rules::{may_hedge_guarded, Guard};

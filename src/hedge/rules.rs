@@ -2,7 +2,7 @@
 //! intent is hedged at all, whether a hedge may go now, what a copy's end means
 //! for the race, and the adaptive delay.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use http::Method;
 
@@ -60,6 +60,26 @@ pub(crate) fn after_copy(next: Next, others_running: bool) -> Step {
     }
 }
 
+/// A copy ended at `now`, its answer asking for `asked` (a `Retry-After`): the
+/// race's hold after it (the latest time any copy's answer allows the next copy),
+/// and the `Retry-After` to decide this copy's end with (what is left of the hold).
+///
+/// The server asked every copy of the intent to stay away until then, not only the
+/// one it answered: a copy that fails without `Retry-After`, or a hedge whose delay
+/// passes, while another copy's `Retry-After` still holds waits for it too.
+pub(crate) fn hold(
+    held_until: Option<Instant>,
+    asked: Option<Duration>,
+    now: Instant,
+) -> (Option<Instant>, Option<Duration>) {
+    let asked_until = asked.map(|asked| now + asked);
+    let held_until = held_until.max(asked_until);
+    let left = held_until
+        .map(|until| until.saturating_duration_since(now))
+        .filter(|left| !left.is_zero() || asked.is_some());
+    (held_until, left)
+}
+
 /// The facts a hedge (a copy sent because the delay passed) is decided on.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct HedgeFacts {
@@ -88,18 +108,40 @@ pub(crate) enum NoHedge {
 /// May a hedge go now? Before the cap and the gates are asked (they count what
 /// they admit).
 pub(crate) fn may_hedge(facts: HedgeFacts) -> Result<(), NoHedge> {
+    may_hedge_guarded(facts, |_| true)
+}
+
+/// A guard of [`may_hedge`] that the model checker's mutation tests switch off, to
+/// show that a property depends on it (see `model_rules`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Guard {
+    /// Never more copies in flight than `max_copies`.
+    CopiesInFlight,
+    /// Never more copies than `max_attempts`.
+    AttemptsUsed,
+    /// No copy without its useful window before the deadline.
+    TooLate,
+}
+
+/// [`may_hedge`] with each guard kept only where `holds` says so: the crate always
+/// passes `|_| true`, which the compiler folds away.
+pub(crate) fn may_hedge_guarded(
+    facts: HedgeFacts,
+    holds: impl Fn(Guard) -> bool,
+) -> Result<(), NoHedge> {
     if facts.held {
         return Err(NoHedge::Held);
     }
-    if facts.in_flight >= facts.max_copies {
+    if facts.in_flight >= facts.max_copies && holds(Guard::CopiesInFlight) {
         return Err(NoHedge::CopiesInFlight);
     }
-    if facts.sent >= facts.max_attempts {
+    if facts.sent >= facts.max_attempts && holds(Guard::AttemptsUsed) {
         return Err(NoHedge::AttemptsUsed);
     }
-    if facts
-        .remaining
-        .is_some_and(|left| left < facts.min_attempt_window || left.is_zero())
+    if holds(Guard::TooLate)
+        && facts
+            .remaining
+            .is_some_and(|left| left < facts.min_attempt_window || left.is_zero())
     {
         return Err(NoHedge::TooLate);
     }
@@ -134,6 +176,15 @@ mod tests {
 
     /// name, settings, method, keyed, durable, replayable, max attempts → hedged
     type EligibleRow<'a> = (&'a str, &'a Hedging, Method, bool, bool, bool, u32, bool);
+    /// name, held until, asked, now (ms) → held until, the `Retry-After` to decide with
+    type HoldRow = (
+        &'static str,
+        Option<Instant>,
+        Option<Duration>,
+        u32,
+        Option<Instant>,
+        Option<Duration>,
+    );
     /// name, samples, percentile, min samples, floor → delay
     type DelayRow = (
         &'static str,
@@ -190,6 +241,32 @@ mod tests {
         ];
         for (name, next, others, step) in rows {
             assert_eq!(after_copy(next, others), step, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_retry_after_holds_every_copy() {
+        let t = Instant::now();
+        let at = |ms: u32| t + ms * MS;
+        #[rustfmt::skip]
+        let rows: [HoldRow; 7] = [
+            ("nothing asked, nothing held",             None,          None,            100, None,          None),
+            ("an ask starts a hold",                    None,          Some(300 * MS),  100, Some(at(400)), Some(300 * MS)),
+            ("a zero ask is still an ask",              None,          Some(Duration::ZERO), 100, Some(at(100)), Some(Duration::ZERO)),
+            // The model checker's trace: a copy's 503 with `Retry-After` (beyond the
+            // deadline, so the copy waited for the others), then another copy's
+            // failure without one; the next copy went before the first ask.
+            ("a failure without an ask keeps the hold", Some(at(400)), None,            100, Some(at(400)), Some(300 * MS)),
+            ("a shorter ask keeps the longer hold",     Some(at(400)), Some(100 * MS),  100, Some(at(400)), Some(300 * MS)),
+            ("a longer ask extends the hold",           Some(at(400)), Some(500 * MS),  100, Some(at(600)), Some(500 * MS)),
+            ("a hold that passed holds nothing",        Some(at(400)), None,            500, Some(at(400)), None),
+        ];
+        for (name, held, asked, now, expected_hold, expected_left) in rows {
+            assert_eq!(
+                hold(held, asked, at(now)),
+                (expected_hold, expected_left),
+                "{name}"
+            );
         }
     }
 

@@ -114,6 +114,9 @@ struct Race<'r, 'o> {
     notes: Vec<(u32, Duration, DelayReason)>,
     /// The latest copy sent, and when: a hedge's line goes on it.
     latest: (u32, Instant),
+    /// No copy goes before then: the latest any answer's `Retry-After` allows
+    /// (`hedge::hold`).
+    held_until: Option<Instant>,
 }
 
 impl<'r, 'o> Race<'r, 'o> {
@@ -133,6 +136,7 @@ impl<'r, 'o> Race<'r, 'o> {
             sent: 0,
             notes: Vec::new(),
             latest: (0, Instant::now()),
+            held_until: None,
         }
     }
 
@@ -200,6 +204,9 @@ impl<'r, 'o> Race<'r, 'o> {
                         self.hedger.record_latency(&authority, took);
                     }
                     // 6. What this copy's end means for the race.
+                    let (held_until, retry_after) =
+                        hedge::hold(self.held_until, verdict.retry_after, now);
+                    self.held_until = held_until;
                     let facts = Facts {
                         ended: match &result {
                             Ok(_) => Ended::Response {
@@ -217,7 +224,7 @@ impl<'r, 'o> Race<'r, 'o> {
                         attempts_made: self.sent,
                         max_attempts: policy.settings.max_attempts,
                         remaining: self.deadline.remaining(now),
-                        retry_after: verdict.retry_after,
+                        retry_after,
                         retry_after_ceiling: policy.settings.retry_after_ceiling,
                         completed_not_kept: false,
                         too_early_again: verdict.too_early && state.too_early_seen,
@@ -286,14 +293,15 @@ impl<'r, 'o> Race<'r, 'o> {
                 }
                 Event::Timer => match timer.take().map(|(_, why)| why) {
                     Some(Timer::Hedge(delay)) => {
+                        let now = policy.clock.now();
                         let facts = HedgeFacts {
                             in_flight: copies.len() as u32,
                             max_copies,
                             sent: self.sent,
                             max_attempts: policy.settings.max_attempts,
-                            remaining: self.deadline.remaining(policy.clock.now()),
+                            remaining: self.deadline.remaining(now),
                             min_attempt_window,
-                            held: false,
+                            held: self.held_until.is_some_and(|until| now < until),
                         };
                         let hedged = self.hedge(intent, &transport, &mut copies, delay, facts);
                         // A refused hedge never makes the intent wait: the

@@ -309,6 +309,40 @@ fn slow(
     (std::sync::Arc::new(observer), calls)
 }
 
+/// The client model's trace: a write-ahead that takes most of the deadline, then
+/// a first attempt whose timeout was cut to the time left at `send()` (not after
+/// the write-ahead) and ran past the deadline.
+#[tokio::test]
+async fn the_first_attempt_after_a_slow_write_ahead_has_only_the_time_left() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(201).set_delay(Duration::from_secs(5)))
+        .mount(&server)
+        .await;
+    let policy = RetryPolicy::builder()
+        .deadline(Duration::from_secs(1))
+        .attempt_timeout(Duration::from_secs(1))
+        .build()
+        .unwrap();
+    let (write_ahead, _) = slow(800 * MS, Duration::ZERO);
+    let started = Instant::now();
+    let error = ResilientClient::with_policy(policy)
+        .post(server.uri())
+        .body("{}")
+        .write_ahead(write_ahead)
+        .send()
+        .await
+        .unwrap_err();
+    let elapsed = started.elapsed();
+    // Timed from `send()`, the attempt would have had its whole second: 1.8 s.
+    assert!(
+        elapsed >= Duration::from_secs(1) && elapsed < 1500 * MS,
+        "{elapsed:?}"
+    );
+    assert!(error.is_deadline_exceeded(), "{error}");
+    assert_eq!(error.attempts(), 1);
+}
+
 #[tokio::test]
 async fn a_slow_write_ahead_start_cannot_make_send_outlive_the_deadline() {
     let server = MockServer::start().await;

@@ -368,3 +368,32 @@ async fn bad_hedging_settings_are_refused_at_build_naming_the_setting() {
         .unwrap_err();
     assert!(error.to_string().starts_with("hedging "), "{error}");
 }
+
+/// The client model's trace: the hedge's 503 asks for `Retry-After: 1`, then the
+/// first copy times out; the next copy must still wait for the second the server
+/// asked for (it went at once).
+#[tokio::test]
+async fn a_retry_after_holds_the_next_copy_though_another_copy_failed_without_one() {
+    let script = Script::new(vec![
+        answer(200, "first", 3_000),
+        answer(503, "hedge", 0).insert_header("retry-after", "1"),
+        answer(200, "third", 0),
+    ]);
+    let server = serve(&script).await;
+    let policy = RetryPolicy::builder()
+        .hedging(Hedging::fixed(50 * MS))
+        .attempt_timeout(400 * MS)
+        .rng_seed(7)
+        .build()
+        .unwrap();
+    let response = ResilientClient::with_policy(policy)
+        .get(format!("{}/item", server.uri()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.text().await.unwrap(), "third");
+    let arrivals = script.arrivals.lock().unwrap().clone();
+    assert_eq!(arrivals.len(), 3);
+    let after_the_ask = arrivals[2].duration_since(arrivals[1]);
+    assert!(after_the_ask >= Duration::from_secs(1), "{after_the_ask:?}");
+}
