@@ -93,3 +93,12 @@ pub fn answer_existing(
         },
     }
 }
+
+/// A stored `201` whose body is `body` (the model's mark of whom it was made for).
+pub fn stored_response(body: &[u8]) -> StoredResponse {
+    StoredResponse {
+        status: http::StatusCode::CREATED,
+        headers: Vec::new(),
+        body: bytes::Bytes::copy_from_slice(body),
+    }
+}
