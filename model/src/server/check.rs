@@ -65,12 +65,12 @@ pub fn run(name: &str, model: ServerModel, search: Search) -> Report {
     }
 }
 
-/// The first path the checker finds to `property`'s discovery (a counterexample of an
-/// `always`, an example of a `sometimes`), searching until it has one.
+/// The shortest path to `property`'s discovery (a counterexample of an `always`, an
+/// example of a `sometimes`), searching breadth first until it has one (Stateright's
+/// breadth-first search does not reduce symmetry).
 pub fn discover(model: ServerModel, property: &'static str) -> Option<Path<State, Action>> {
     let checker = model
         .checker()
-        .symmetry()
         .finish_when(HasDiscoveries::AnyOf(BTreeSet::from([property])))
         .spawn_bfs()
         .join();

@@ -73,6 +73,10 @@ pub struct Config {
     pub max_retention_expiries: u8,
     /// The crate's guards: all on, except in a mutation test.
     pub guards: Guards,
+    /// Whether generations are renumbered densely after each step (the search's
+    /// canonical form); off, a claim's generation stays as it was made, which lets a
+    /// replay follow each token through a path.
+    pub canonical_generations: bool,
 }
 
 impl Config {
@@ -88,6 +92,7 @@ impl Config {
             max_lease_expiries: 2,
             max_retention_expiries: 2,
             guards: Guards::ALL,
+            canonical_generations: true,
         }
     }
 

@@ -382,7 +382,11 @@ impl Model for ServerModel {
             }
             Action::Crash { worker } => self.crash(&mut state, worker),
         }
-        state.normalise_generations();
+        if self.config.canonical_generations {
+            state.normalise_generations();
+        } else {
+            state.sort_runs();
+        }
         Some(state)
     }
 

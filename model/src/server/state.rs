@@ -266,6 +266,13 @@ impl State {
         }
     }
 
+    /// Sorts each client's requests (their order means nothing).
+    pub fn sort_runs(&mut self) {
+        for client in &mut self.clients {
+            client.runs.sort_unstable();
+        }
+    }
+
     /// A generation no token or record holds.
     pub fn fresh_generation(&self) -> u8 {
         let records = self.records.iter().flatten().map(|r| r.generation);
