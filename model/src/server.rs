@@ -103,22 +103,38 @@ fn bounded(name: &str, mode: Mode, clients: usize) -> (String, Config, Search) {
     (name.to_owned(), config, Search::Exhaustive)
 }
 
-/// The full form: the target size (3 clients, 2 workers, the bounds) as a
-/// simulation, and the largest size checked exhaustively.
+/// The full form. The target size (3 clients, 2 workers, attempts ≤ 3, crashes ≤ 2,
+/// expiries ≤ 2 each) exceeds the time budget exhaustively, so it runs as a seeded
+/// simulation (`exhaustive=false`); beside it, the largest sizes checked exhaustively.
 fn full_configurations() -> Vec<(String, Config, Search)> {
-    let simulation = Search::Simulation(Duration::from_secs(120));
     let modes = [
         ("layer", Mode::Layer),
         ("strong-postgres", Mode::Strong(Db::Postgres)),
         ("strong-sqlite", Mode::Strong(Db::Sqlite)),
     ];
-    modes
-        .into_iter()
-        .map(|(name, mode)| {
-            let config = Config::new(mode, Config::intents(3), 2);
-            (format!("server-{name}-target"), config, simulation)
-        })
-        .collect()
+    let mut configurations = Vec::new();
+    for (name, mode) in modes {
+        // The layer: alice and bob, one worker, three attempts each. The strong mode:
+        // three clients on two workers, two attempts each.
+        let mut config = match mode {
+            Mode::Layer => Config::new(mode, Config::intents(2), 1),
+            Mode::Strong(_) => {
+                let mut config = Config::new(mode, Config::intents(3), 2);
+                config.max_attempts = 2;
+                config
+            }
+        };
+        config.max_crashes = 1;
+        config.max_lease_expiries = 1;
+        config.max_retention_expiries = 1;
+        configurations.push((format!("server-{name}"), config, Search::Exhaustive));
+    }
+    for (name, mode) in modes {
+        let target = Config::new(mode, Config::intents(3), 2);
+        let simulation = Search::Simulation(Duration::from_secs(120));
+        configurations.push((format!("server-{name}-target"), target, simulation));
+    }
+    configurations
 }
 
 /// Checks the server model at `scope`; one report per configuration.

@@ -85,3 +85,35 @@ fn no_replay_for_another_payload_rests_on_the_generation_fence() {
     let path = check::discover(ServerModel::new(config), SAME_PAYLOAD);
     assert!(path.is_some(), "no counterexample");
 }
+
+#[test]
+fn the_layers_boundary_is_an_effect_repeated_after_a_crash() {
+    use reqwest_resilience_model::server::action::{Action, Step};
+    use reqwest_resilience_model::server::properties::BOUNDARY;
+
+    // A retry of the same request, not a key reused with another payload.
+    let mut config = small(Mode::Layer);
+    config.key_reuse = false;
+    let model = ServerModel::new(config);
+    let path = check::discover(model.clone(), BOUNDARY).expect("the boundary is reached");
+    let actions = path.clone().into_actions();
+    let effects = actions
+        .iter()
+        .filter(|a| {
+            matches!(
+                a,
+                Action::Step {
+                    step: Step::Effect,
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(effects, 2, "{actions:?}");
+    assert!(actions.iter().any(|a| matches!(a, Action::Crash { .. })));
+    assert!(actions
+        .iter()
+        .any(|a| matches!(a, Action::LeaseExpires { .. })));
+    // `cargo test -p reqwest-resilience-model --test server -- --nocapture` prints it.
+    println!("{BOUNDARY}:\n{}", check::trace(&model, &path));
+}

@@ -101,7 +101,9 @@ fn walk(model: &ServerModel, seed: &mut u64, depth: usize) -> Steps {
         *seed ^= *seed >> 7;
         *seed ^= *seed << 17;
         let action = actions[(*seed % actions.len() as u64) as usize];
-        let next = model.next_state(&state, action).expect("every action steps");
+        let next = model
+            .next_state(&state, action)
+            .expect("every action steps");
         steps.push((state, Some(action)));
         state = next;
     }
@@ -150,7 +152,13 @@ struct Seen {
 }
 
 /// Replays `steps` against `store`; `tag` keeps this path's keys apart from others'.
-async fn replay(store: &dyn Store, steps: &Steps, tag: usize, what: &str, seen: &mut Seen) -> usize {
+async fn replay(
+    store: &dyn Store,
+    steps: &Steps,
+    tag: usize,
+    what: &str,
+    seen: &mut Seen,
+) -> usize {
     let guards = Guards::ALL;
     let expiry = expiries(steps);
     let clock = clock(steps);
@@ -188,7 +196,13 @@ async fn replay(store: &dyn Store, steps: &Steps, tag: usize, what: &str, seen: 
                 };
                 let claim = store.claim(&request).await.unwrap();
                 match (rules::claim(record.as_ref(), guards), claim) {
-                    (Some(reclaimed), Claim::Acquired { token, reclaimed: got }) => {
+                    (
+                        Some(reclaimed),
+                        Claim::Acquired {
+                            token,
+                            reclaimed: got,
+                        },
+                    ) => {
                         assert_eq!(got, reclaimed, "{here}: reclaimed");
                         match (record, reclaimed) {
                             (None, _) => seen.taken += 1,
@@ -211,10 +225,16 @@ async fn replay(store: &dyn Store, steps: &Steps, tag: usize, what: &str, seen: 
                         match (taken.response, existing.state) {
                             (None, ExistingState::InProgress { .. }) => seen.in_progress += 1,
                             (Some(origin), ExistingState::Completed(Completion::Stored(r))) => {
-                                assert_eq!(&r.body[..], [origin.principal, origin.payload], "{here}");
+                                assert_eq!(
+                                    &r.body[..],
+                                    [origin.principal, origin.payload],
+                                    "{here}"
+                                );
                                 seen.finished += 1;
                             }
-                            (want, got) => panic!("{here}: the model has {want:?}, the store {got:?}"),
+                            (want, got) => {
+                                panic!("{here}: the model has {want:?}, the store {got:?}")
+                            }
                         }
                     }
                     (want, got) => panic!("{here}: the model says {want:?}, the store {got:?}"),
@@ -273,7 +293,11 @@ async fn the_stores_answer_as_the_model() {
     // Every store answered every store operation of every path.
     assert_eq!(compared[0], compared[1]);
     assert_eq!(compared[0], compared[2]);
-    assert!(compared[0] >= 100, "only {} store operations compared", compared[0]);
+    assert!(
+        compared[0] >= 100,
+        "only {} store operations compared",
+        compared[0]
+    );
     // Every outcome of the copied rules was met, not only the easy ones.
     let Seen {
         taken,

@@ -35,7 +35,13 @@ pub const LEASE: Duration = Duration::from_secs(60);
 pub fn scope_id(principal: &str, key: &str, guards: Guards) -> ScopeId {
     let value = HeaderValue::from_str(key).expect("a modelled key is visible ASCII");
     let key = parse_key(&value, 255).expect("a modelled key is valid");
-    ScopeId::guarded(&Principal::new(principal), &Method::POST, PATH, &key, guards)
+    ScopeId::guarded(
+        &Principal::new(principal),
+        &Method::POST,
+        PATH,
+        &key,
+        guards,
+    )
 }
 
 /// The claim rule: `None` when the key is taken, `Some(reclaimed)` when the claim

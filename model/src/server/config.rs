@@ -71,6 +71,8 @@ pub struct Config {
     pub max_lease_expiries: u8,
     /// Retention expiries at most.
     pub max_retention_expiries: u8,
+    /// Whether a client may reuse its key once with the other payload.
+    pub key_reuse: bool,
     /// The crate's guards: all on, except in a mutation test.
     pub guards: Guards,
     /// Whether generations are renumbered densely after each step (the search's
@@ -91,6 +93,7 @@ impl Config {
             max_crashes: 2,
             max_lease_expiries: 2,
             max_retention_expiries: 2,
+            key_reuse: true,
             guards: Guards::ALL,
             canonical_generations: true,
         }
@@ -101,7 +104,11 @@ impl Config {
     /// duplicate, symmetric with the first). Any client may reuse its key once with
     /// the other payload (B).
     pub fn intents(clients: usize) -> Vec<Intent> {
-        let mut intents = vec![Intent::new(0, 0, 0), Intent::new(1, 0, 0), Intent::new(0, 0, 0)];
+        let mut intents = vec![
+            Intent::new(0, 0, 0),
+            Intent::new(1, 0, 0),
+            Intent::new(0, 0, 0),
+        ];
         intents.truncate(clients);
         intents
     }

@@ -30,10 +30,13 @@ impl ServerModel {
                     KEYS[usize::from(intent.key)],
                     config.guards,
                 );
-                let index = ids.iter().position(|known| *known == id).unwrap_or_else(|| {
-                    ids.push(id);
-                    ids.len() - 1
-                });
+                let index = ids
+                    .iter()
+                    .position(|known| *known == id)
+                    .unwrap_or_else(|| {
+                        ids.push(id);
+                        ids.len() - 1
+                    });
                 index as u8
             })
             .collect();
@@ -289,7 +292,7 @@ impl Model for ServerModel {
                         worker,
                         reuse: false,
                     });
-                    if !state.reused && client.sent > 0 {
+                    if config.key_reuse && !state.reused && client.sent > 0 {
                         actions.push(Action::Send {
                             client: c,
                             worker,

@@ -4,7 +4,6 @@
 use stateright::{Model, Property};
 
 use super::config::{Db, Mode};
-use super::model::ServerModel;
 use super::state::{Client, Origin, Phase, Reply, State};
 
 /// The strong mode's promise: the effect happens once per key (within a retention: a
@@ -27,18 +26,23 @@ pub const BUSY: &str = "sometimes: 503 while SQLite's writer is busy";
 /// A worker dies under a running handler (or an open effect's transaction).
 pub const CRASH: &str = "sometimes: a crash mid-handler";
 /// The layer's documented boundary: an outside effect may repeat after a crash.
-pub const BOUNDARY: &str = "sometimes: the layer's boundary, an outside effect repeated after a crash";
+pub const BOUNDARY: &str =
+    "sometimes: the layer's boundary, an outside effect repeated after a crash";
 
 /// The properties of a model in `mode`.
-pub fn for_mode(mode: Mode) -> Vec<Property<ServerModel>> {
+pub fn for_mode<M: Model<State = State>>(mode: Mode) -> Vec<Property<M>> {
     let mut properties = vec![
         Property::always(OWN_PRINCIPAL, |_, s: &State| {
-            replays_hold(s, |client, _, origin| origin.principal == client.intent.principal)
+            replays_hold(s, |client, _, origin| {
+                origin.principal == client.intent.principal
+            })
         }),
         Property::always(SAME_PAYLOAD, |_, s: &State| {
             replays_hold(s, |_, payload, origin| origin.payload == payload)
         }),
-        Property::sometimes(REPLAY, |_, s| answered(s, |r| matches!(r, Reply::Replayed(_)))),
+        Property::sometimes(REPLAY, |_, s| {
+            answered(s, |r| matches!(r, Reply::Replayed(_)))
+        }),
         Property::sometimes(MISMATCH, |_, s| answered(s, |r| r == Reply::Mismatch)),
     ];
     match mode {
@@ -55,20 +59,34 @@ pub fn for_mode(mode: Mode) -> Vec<Property<ServerModel>> {
         Mode::Layer => properties.extend([
             Property::sometimes(RECLAIM, |_, s: &State| {
                 s.clients.iter().flat_map(|c| &c.runs).any(|r| {
-                    matches!(r.phase, Phase::Claimed { reclaimed: true, .. })
+                    matches!(
+                        r.phase,
+                        Phase::Claimed {
+                            reclaimed: true,
+                            ..
+                        }
+                    )
                 })
             }),
-            Property::sometimes(CRASH, |_, s: &State| s.ledgers.iter().any(|l| l.crashed_mid_handler)),
+            Property::sometimes(CRASH, |_, s: &State| {
+                s.ledgers.iter().any(|l| l.crashed_mid_handler)
+            }),
             Property::sometimes(BOUNDARY, |_, s: &State| {
-                s.ledgers.iter().any(|l| l.effects >= 2 && l.crashed_after_effect)
+                s.ledgers
+                    .iter()
+                    .any(|l| l.effects >= 2 && l.crashed_after_effect)
             }),
         ]),
         Mode::Strong(_) => properties.extend([
             Property::always(ONE_EFFECT, |_, s: &State| {
-                s.ledgers.iter().all(|l| l.effects <= 1 + l.retention_expiries)
+                s.ledgers
+                    .iter()
+                    .all(|l| l.effects <= 1 + l.retention_expiries)
             }),
             // After its writes, before the commit: they roll back with it.
-            Property::sometimes(CRASH, |_, s: &State| s.ledgers.iter().any(|l| l.crashed_after_effect)),
+            Property::sometimes(CRASH, |_, s: &State| {
+                s.ledgers.iter().any(|l| l.crashed_after_effect)
+            }),
         ]),
     }
     properties
@@ -87,14 +105,8 @@ fn replays_hold(state: &State, holds: impl Fn(&Client, u8, Origin) -> bool) -> b
 }
 
 fn answered(state: &State, is: impl Fn(Reply) -> bool) -> bool {
-    state.clients.iter().any(|c| c.last.is_some_and(|last| is(last.reply)))
-}
-
-/// Whether `name` is an `always` property (a discovery is a counterexample) rather
-/// than a `sometimes` (a discovery is the example the model must reach).
-pub fn is_always(model: &ServerModel, name: &str) -> bool {
-    model
-        .properties()
+    state
+        .clients
         .iter()
-        .any(|p| p.name == name && p.expectation == stateright::Expectation::Always)
+        .any(|c| c.last.is_some_and(|last| is(last.reply)))
 }

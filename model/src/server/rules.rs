@@ -46,9 +46,12 @@ pub fn answer(record: &Record, payload: u8, guards: Guards) -> Reply {
         None => ExistingState::InProgress {
             lease_until: expires_at(record),
         },
-        Some(origin) => ExistingState::Completed(Completion::Stored(
-            model_rules::stored_response(&[origin.principal, origin.payload]),
-        )),
+        Some(origin) => {
+            ExistingState::Completed(Completion::Stored(model_rules::stored_response(&[
+                origin.principal,
+                origin.payload,
+            ])))
+        }
     };
     let existing = Existing {
         fingerprint: fingerprint(record.fingerprint),

@@ -62,7 +62,12 @@ mod tests {
     #[test]
     fn claims() {
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
-        let seen = |expires_at, completed| Some(Seen { expires_at, completed });
+        let seen = |expires_at, completed| {
+            Some(Seen {
+                expires_at,
+                completed,
+            })
+        };
         let later = now + Duration::from_millis(1);
         #[rustfmt::skip]
         let rows = [
