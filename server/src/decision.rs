@@ -273,6 +273,28 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "unstable-model-rules")]
+    #[test]
+    fn a_guard_switched_off_is_the_only_one_off() {
+        let guards = [
+            Guard::PrincipalScoped,
+            Guard::PayloadCompared,
+            Guard::LiveRecordKept,
+            Guard::GenerationFenced,
+        ];
+        for off in guards {
+            let switched = Guards::ALL.without(off);
+            for guard in guards {
+                assert_eq!(
+                    switched.holds(guard),
+                    guard != off,
+                    "{off:?} off, {guard:?}"
+                );
+                assert!(Guards::ALL.holds(guard));
+            }
+        }
+    }
+
     #[test]
     fn the_in_progress_retry_after() {
         let now = SystemTime::UNIX_EPOCH + 1000 * S;
