@@ -105,7 +105,8 @@ fn bounded(name: &str, mode: Mode, clients: usize) -> (String, Config, Search) {
 
 /// The full form. The target size (3 clients, 2 workers, attempts ≤ 3, crashes ≤ 2,
 /// expiries ≤ 2 each) exceeds the time budget exhaustively, so it runs as a seeded
-/// simulation (`exhaustive=false`); beside it, the largest sizes checked exhaustively.
+/// simulation (`exhaustive=false`; its `states` counts the states its walks visited,
+/// repeats included); beside it, the largest sizes checked exhaustively.
 fn full_configurations() -> Vec<(String, Config, Search)> {
     let modes = [
         ("layer", Mode::Layer),
