@@ -53,9 +53,11 @@
 //! Time is discrete: an expiry event marks one record expired (every step runs at the
 //! same instant, an expired record ends exactly then, the boundary the crate counts as
 //! expired). A request's `now` read at admission can only be earlier than the model's,
-//! which makes its claim find records live longer, never take one sooner. Bounds:
-//! attempts ≤ 3 per client, crashes ≤ 2, lease expiries ≤ 2, retention expiries ≤ 2;
-//! one key reuse with another payload, a second principal ([`config::Config::intents`]).
+//! which makes its claim find records live longer, never take one sooner. Bounds, each
+//! explicit in [`config::Config`]: at the target size attempts ≤ 3 per client, crashes
+//! ≤ 2, lease expiries ≤ 2, retention expiries ≤ 2; one key reuse with another
+//! payload, a second principal ([`config::Config::intents`]). The sizes checked
+//! exhaustively are smaller ([`configurations`]).
 //!
 //! # Symmetry
 //!
