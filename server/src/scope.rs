@@ -4,6 +4,7 @@
 use http::Method;
 use sha2::{Digest, Sha256};
 
+use crate::decision::{Guard, Guards};
 use crate::key::Key;
 use crate::principal::Principal;
 
@@ -16,8 +17,24 @@ pub struct ScopeId([u8; 32]);
 
 impl ScopeId {
     pub(crate) fn new(principal: &Principal, method: &Method, path: &str, key: &Key<'_>) -> Self {
+        Self::guarded(principal, method, path, key, Guards::ALL)
+    }
+
+    /// As [`ScopeId::new`]; the model checker leaves the principal out to see a
+    /// response replayed to another caller.
+    pub(crate) fn guarded(
+        principal: &Principal,
+        method: &Method,
+        path: &str,
+        key: &Key<'_>,
+        guards: Guards,
+    ) -> Self {
+        let principal = match guards.holds(Guard::PrincipalScoped) {
+            true => principal.as_str(),
+            false => "",
+        };
         let mut hash = Sha256::new();
-        for part in [principal.as_str(), method.as_str(), path, key.as_str()] {
+        for part in [principal, method.as_str(), path, key.as_str()] {
             // Length-prefixed, so no two different tuples hash the same bytes.
             hash.update((part.len() as u64).to_be_bytes());
             hash.update(part.as_bytes());

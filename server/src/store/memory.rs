@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::SystemTime;
 
+use super::rules::{claim_rule, token_holds, Found, Seen};
 use super::{Claim, ClaimRequest, ClaimToken, Store, StoreFuture};
+use crate::decision::Guards;
 use crate::fingerprint::Fingerprint;
 use crate::record::{Completion, Existing, ExistingState};
 use crate::scope::ScopeId;
@@ -55,7 +57,12 @@ impl MemoryStore {
     fn claim_now(&self, request: &ClaimRequest) -> Claim {
         let mut records = self.lock();
         let previous = records.get(&request.scope);
-        if let Some(record) = previous.filter(|r| r.expires_at > request.now) {
+        let seen = previous.map(|r| Seen {
+            expires_at: r.expires_at,
+            completed: r.completion.is_some(),
+        });
+        let found = claim_rule(seen, request.now, Guards::ALL);
+        if let (Found::Taken, Some(record)) = (found, previous) {
             let state = match &record.completion {
                 Some(done) => ExistingState::Completed(done.clone()),
                 None => ExistingState::InProgress {
@@ -67,7 +74,7 @@ impl MemoryStore {
                 state,
             });
         }
-        let reclaimed = previous.is_some_and(|r| r.completion.is_none());
+        let reclaimed = matches!(found, Found::Free { reclaimed: true });
         let generation = self.generations.fetch_add(1, Ordering::Relaxed) + 1;
         records.insert(
             request.scope,
@@ -91,9 +98,13 @@ impl MemoryStore {
         records: &'a mut HashMap<ScopeId, Record>,
         token: &ClaimToken,
     ) -> Option<&'a mut Record> {
-        records
-            .get_mut(&token.scope)
-            .filter(|r| r.generation == token.generation && r.completion.is_none())
+        records.get_mut(&token.scope).filter(|r| {
+            token_holds(
+                Some((r.generation, r.completion.is_some())),
+                token.generation,
+                Guards::ALL,
+            )
+        })
     }
 }
 

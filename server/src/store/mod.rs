@@ -14,6 +14,7 @@ mod columns;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
+pub(crate) mod rules;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
