@@ -31,8 +31,8 @@
 //!   verdict — transient, safe, 409 in progress, 425, the `Retry-After` asked;
 //! - `decision::after_attempt`, `waits_out`, `conflict_wait_limit`,
 //!   `min_attempt_window`: deliver, give up or pause, after every attempt and copy;
-//! - `deadline::AttemptTimeout::for_intent` and `Deadline::attempt_timeout`,
-//!   `remaining`: each attempt's timeout cut to the time left;
+//! - `attempt_timeout::AttemptTimeout::for_intent` and `attempt_timeout::of_attempt`,
+//!   `Deadline::remaining`: each attempt's timeout cut to the time left;
 //! - `Backoff::delay` (at either end of its jitter range);
 //! - `hedge::after_copy`, `hedge::may_hedge` and `hedge::hold`: what a copy's end
 //!   means, whether a copy may go, and the race's `Retry-After` hold;
