@@ -6,7 +6,10 @@ use crate::guards::{Guard, Guards};
 
 /// What the database says about a transaction whose `COMMIT` answer was lost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(not(feature = "unstable-model-rules"), allow(unreachable_pub, dead_code))]
+#[cfg_attr(
+    not(feature = "unstable-model-rules"),
+    allow(unreachable_pub, dead_code)
+)]
 pub enum Verdict {
     /// It committed: the write-ahead holds.
     Committed,

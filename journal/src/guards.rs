@@ -8,7 +8,10 @@
 
 /// A guard a rule of the journal depends on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(not(feature = "unstable-model-rules"), allow(unreachable_pub, dead_code))]
+#[cfg_attr(
+    not(feature = "unstable-model-rules"),
+    allow(unreachable_pub, dead_code)
+)]
 pub enum Guard {
     /// Only `committed` and `aborted` answer a write-ahead whose `COMMIT`
     /// answer was lost; anything else leaves its outcome unknown.

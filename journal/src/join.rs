@@ -39,7 +39,12 @@ pub(crate) fn step(existing: &IntentRecord, new: &NewIntent, now: SystemTime) ->
         && existing.url == new.url
         && existing.body == new.body
         && existing.key_on_wire == new.key_on_wire;
-    step_for(same, existing.state, existing.retention_end <= now, Guards::ALL)
+    step_for(
+        same,
+        existing.state,
+        existing.retention_end <= now,
+        Guards::ALL,
+    )
 }
 
 /// The rule over its facts: whether the journaled intent is the same request,

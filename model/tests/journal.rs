@@ -99,5 +99,8 @@ fn a_record_without_the_fence_records_a_fenced_write() {
 /// Copied semantics (READ COMMITTED; no crate function to switch).
 #[test]
 fn a_claim_that_sees_uncommitted_rows_sends_a_rolled_back_enqueue() {
-    counterexample(copy_mutated(CopyMutation::ClaimSeesUncommitted), ROLLED_BACK);
+    counterexample(
+        copy_mutated(CopyMutation::ClaimSeesUncommitted),
+        ROLLED_BACK,
+    );
 }

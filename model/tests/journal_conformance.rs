@@ -13,13 +13,14 @@
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
+use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
 use reqwest_resilience::ResilientClient;
 use reqwest_resilience_journal::conformance::payment;
 use reqwest_resilience_journal::throwaway_postgres::{Durability, ThrowawayPostgres};
 use reqwest_resilience_journal::{
-    Journal, JournalError, JournalStore, Lease, Outcome, OutboxIntent, PostgresStore, SqliteStore,
+    Journal, JournalError, JournalStore, Lease, OutboxIntent, Outcome, PostgresStore, SqliteStore,
     Worker,
 };
 use reqwest_resilience_model::journal::properties::SOMETIMES;
@@ -188,14 +189,23 @@ impl<S: JournalStore> Replay<'_, S> {
                     assert!(matches!(written, Err(JournalError::DuplicateKey { .. })));
                 }
             }
-            Action::Commit(c, CommitEnd::Answered | CommitEnd::Lost(journal::state::Fate::Committed)) => {
+            Action::Commit(
+                c,
+                CommitEnd::Answered | CommitEnd::Lost(journal::state::Fate::Committed),
+            ) => {
                 let k = at(c).1;
                 let owner = row(after, k).and_then(|r| r.owner).unwrap();
                 assert_eq!(self.write_ahead(k, owner).await.unwrap().fence, 1);
             }
             Action::CommitSettles(k) => {
                 let settled = row(after, k).unwrap();
-                assert_eq!(self.write_ahead(k, settled.owner.unwrap()).await.unwrap().fence, 1);
+                assert_eq!(
+                    self.write_ahead(k, settled.owner.unwrap())
+                        .await
+                        .unwrap()
+                        .fence,
+                    1
+                );
                 // Its lease may have ended while the commit was still being made.
                 if !settled.lease_live {
                     self.side.end_lease(&key(k)).await;
@@ -233,7 +243,10 @@ impl<S: JournalStore> Replay<'_, S> {
                     Client::Ready(Some(fence)) => {
                         assert_eq!(taken.map(|t| t.lease.fence), Some(i64::from(fence)))
                     }
-                    _ => assert!(taken.is_none(), "take_over took what the model's copy did not"),
+                    _ => assert!(
+                        taken.is_none(),
+                        "take_over took what the model's copy did not"
+                    ),
                 }
             }
             Action::Claim(w) => {
@@ -261,7 +274,11 @@ impl<S: JournalStore> Replay<'_, S> {
                     unreachable!()
                 };
                 let expected = copied::records(&row(before, k).unwrap(), fence, config);
-                assert_eq!(self.record(k, w, fence, to, given_back).await, expected, "record");
+                assert_eq!(
+                    self.record(k, w, fence, to, given_back).await,
+                    expected,
+                    "record"
+                );
             }
             Action::RunRecord(w, k) => {
                 let run = before.workers[usize::from(w)]
@@ -299,7 +316,9 @@ impl<S: JournalStore> Replay<'_, S> {
                 continue;
             };
             let stored = stored.unwrap_or_else(|| panic!("no row for k{k}: {trail:?}"));
-            let live = stored.lease_until.is_some_and(|until| until > SystemTime::now());
+            let live = stored
+                .lease_until
+                .is_some_and(|until| until > SystemTime::now());
             let got = (
                 RowState::of(stored.state),
                 stored.fence,
@@ -389,16 +408,28 @@ fn walks(model: &JournalModel, count: usize, steps: usize, mut seed: u64) -> Vec
         .collect()
 }
 
-fn traces() -> (JournalModel, Vec<Vec<Action>>, JournalModel, Vec<Vec<Action>>) {
-    let mut small = Config::new(vec![(0, 0), (1, 0)], 2, 1);
-    small.max_crashes = 1;
-    small.max_expiries = 1;
-    let bounded = JournalModel::new(journal::bounded());
-    let sample = walks(&bounded, 24, 80, 0x5EED_0038);
-    (JournalModel::new(small), discoveries(), bounded, sample)
+/// The small model with its discoveries, and the bounded one with its sample:
+/// made once for both stores.
+type Traces = (
+    JournalModel,
+    Vec<Vec<Action>>,
+    JournalModel,
+    Vec<Vec<Action>>,
+);
+
+fn traces() -> &'static Traces {
+    static TRACES: OnceLock<Traces> = OnceLock::new();
+    TRACES.get_or_init(|| {
+        let mut small = Config::new(vec![(0, 0), (1, 0)], 2, 1);
+        small.max_crashes = 1;
+        small.max_expiries = 1;
+        let bounded = JournalModel::new(journal::bounded());
+        let sample = walks(&bounded, 16, 80, 0x5EED_0038);
+        (JournalModel::new(small), discoveries(), bounded, sample)
+    })
 }
 
-async fn replay_all<S, F, Fut>(traces: &(JournalModel, Vec<Vec<Action>>, JournalModel, Vec<Vec<Action>>), mut fresh: F)
+async fn replay_all<S, F, Fut>(traces: &Traces, mut fresh: F)
 where
     S: JournalStore + Clone,
     F: FnMut(usize) -> Fut,
@@ -429,7 +460,7 @@ async fn the_sqlite_store_answers_as_the_model() {
     let dir = std::env::temp_dir().join(format!("journal-conformance-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let at = dir.clone();
-    replay_all(&traces, move |n| {
+    replay_all(traces, move |n| {
         let path = at.join(format!("trace-{n}.sqlite"));
         async move {
             let store = SqliteStore::open(&path).unwrap();
@@ -453,7 +484,7 @@ async fn the_postgres_store_answers_as_the_model() {
     let base = cluster.conninfo().to_owned();
     let admin = pg(&base).await;
     let traces = traces();
-    replay_all(&traces, |n| {
+    replay_all(traces, |n| {
         let base = base.clone();
         let admin = &admin;
         async move {

@@ -5,8 +5,6 @@ use std::time::Duration;
 
 use reqwest_resilience_journal::model_rules::{self, Guards};
 
-use super::state::{KeyId, WorkerId};
-
 /// A mutation of one of the model's *copies* of a rule that is SQL in the crate
 /// (no crate function exists to switch): only to show that the property
 /// depending on it can fail.
@@ -21,8 +19,8 @@ pub enum CopyMutation {
 /// The configuration of one check.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// Each client's worker and key. Clients on one key send the same request.
-    pub clients: Vec<(WorkerId, KeyId)>,
+    /// Each client's worker and key (indices). Clients on one key send the same request.
+    pub clients: Vec<(u8, u8)>,
     /// Workers sharing the store.
     pub workers: u8,
     /// Keys.
@@ -54,7 +52,7 @@ impl Config {
     /// `clients` on `workers` workers and `keys` keys, with the journal's
     /// defaults, a 10-minute deadline (longer than the resume lease, so the
     /// resumed run's deadline is cut to its lease), and the given bounds.
-    pub fn new(clients: Vec<(WorkerId, KeyId)>, workers: u8, keys: u8) -> Self {
+    pub fn new(clients: Vec<(u8, u8)>, workers: u8, keys: u8) -> Self {
         Self {
             clients,
             workers,

@@ -1,20 +1,17 @@
 //! The transitions: what each action does to the state, calling the crate's
 //! rules through `model_rules` and the store's copied rules in `store`.
 
-use stateright::Model;
-
 use reqwest_resilience_journal::model_rules::{self, JoinStep, Verdict};
 use reqwest_resilience_journal::Outcome;
 
 use super::action::{Action, CommitEnd};
 use super::config::Config;
-use super::properties;
+use super::group::Symmetries;
 use super::state::{
     Client, ClientId, End, Fate, History, KeyId, Response, Row, RowState, Run, RunAt, Seen, State,
     Visibility, Worker, WorkerId,
 };
 use super::store::{self, Insert};
-use super::symmetry::Symmetries;
 
 /// The journal model at one configuration.
 #[derive(Debug, Clone)]
@@ -212,16 +209,19 @@ impl JournalModel {
             }
             (Client::Joining, Action::JoinLook(_)) => {
                 let row = s.rows[slot].filter(|r| r.visibility == Visibility::Committed)?;
-                s.clients[ci] =
-                    match model_rules::join_step(true, row.state.journal(), false, self.config.guards)
-                    {
-                        JoinStep::Refuse => Client::Done(End::KeyInUse),
-                        JoinStep::SendUnjournaled => {
-                            Self::seen(s, Seen::SentUnjournaled);
-                            Client::Ready(None)
-                        }
-                        JoinStep::TakeOverOrWait => Client::TakingOver,
-                    };
+                s.clients[ci] = match model_rules::join_step(
+                    true,
+                    row.state.journal(),
+                    false,
+                    self.config.guards,
+                ) {
+                    JoinStep::Refuse => Client::Done(End::KeyInUse),
+                    JoinStep::SendUnjournaled => {
+                        Self::seen(s, Seen::SentUnjournaled);
+                        Client::Ready(None)
+                    }
+                    JoinStep::TakeOverOrWait => Client::TakingOver,
+                };
             }
             (Client::TakingOver, Action::TakeOver(_)) => {
                 let row = s.rows[slot]?;
@@ -294,7 +294,10 @@ impl JournalModel {
     }
 
     fn run_index(s: &State, w: WorkerId, k: KeyId) -> Option<usize> {
-        s.workers[usize::from(w)].runs.iter().position(|r| r.key == k)
+        s.workers[usize::from(w)]
+            .runs
+            .iter()
+            .position(|r| r.key == k)
     }
 
     fn relay_step(&self, s: &mut State, action: Action) -> Option<()> {
@@ -431,10 +434,7 @@ impl JournalModel {
                 }
                 s.crashes += 1;
                 let wi = usize::from(w);
-                let mut mid_send = s.workers[wi]
-                    .runs
-                    .iter()
-                    .any(|r| r.at == RunAt::Sending);
+                let mut mid_send = s.workers[wi].runs.iter().any(|r| r.at == RunAt::Sending);
                 for c in 0..s.clients.len() {
                     let (cw, k) = self.client(c as ClientId);
                     if cw != w {
@@ -485,15 +485,10 @@ impl JournalModel {
     }
 }
 
-impl Model for JournalModel {
-    type State = State;
-    type Action = Action;
-
-    fn init_states(&self) -> Vec<State> {
-        vec![self.initial()]
-    }
-
-    fn actions(&self, s: &State, actions: &mut Vec<Action>) {
+/// The transition relation.
+impl JournalModel {
+    /// Every action that may be enabled in `s` (`successor` says which are).
+    pub fn enabled(&self, s: &State, actions: &mut Vec<Action>) {
         for (c, client) in s.clients.iter().enumerate() {
             let c = c as ClientId;
             match client {
@@ -559,7 +554,8 @@ impl Model for JournalModel {
         }
     }
 
-    fn next_state(&self, last: &State, action: Action) -> Option<State> {
+    /// The state after `action`, or `None` when it is not enabled.
+    pub fn successor(&self, last: &State, action: Action) -> Option<State> {
         let mut s = last.clone();
         let done = match action {
             Action::WriteAhead(c)
@@ -584,9 +580,5 @@ impl Model for JournalModel {
             | Action::LeaseEnds(_) => self.environment_step(&mut s, action),
         };
         done.map(|()| s)
-    }
-
-    fn properties(&self) -> Vec<stateright::Property<Self>> {
-        properties::all()
     }
 }

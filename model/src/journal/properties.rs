@@ -29,8 +29,14 @@ pub const SOMETIMES: [(&str, Seen); 8] = [
     ("sometimes: a crash mid-send", Seen::CrashMidSend),
     ("sometimes: a rolled-back enqueue", Seen::RolledBackEnqueue),
     ("sometimes: a late result fenced off", Seen::LeaseLost),
-    ("sometimes: abandoned after too many runs", Seen::AbandonedAfterRuns),
-    ("sometimes: a joining send sent again unjournaled", Seen::SentUnjournaled),
+    (
+        "sometimes: abandoned after too many runs",
+        Seen::AbandonedAfterRuns,
+    ),
+    (
+        "sometimes: a joining send sent again unjournaled",
+        Seen::SentUnjournaled,
+    ),
 ];
 
 fn nothing_sent(_: &JournalModel, s: &State) -> bool {
@@ -72,8 +78,7 @@ fn one_sender(m: &JournalModel, s: &State) -> bool {
 fn terminal(_: &JournalModel, s: &State) -> bool {
     s.clients.iter().all(|c| matches!(c, Client::Done(_)))
         && s.workers.iter().all(|w| w.runs.is_empty())
-        && s
-            .rows
+        && s.rows
             .iter()
             .flatten()
             .all(|r| r.visibility == Visibility::Committed && r.state.is_terminal())
@@ -98,13 +103,37 @@ pub fn all() -> Vec<Property<JournalModel>> {
         Property::eventually(TERMINAL, terminal),
         Property::eventually(DELIVERED, delivered),
     ];
-    all.push(Property::sometimes(SOMETIMES[0].0, |_: &JournalModel, s: &State| s.saw(Seen::TakeOver)));
-    all.push(Property::sometimes(SOMETIMES[1].0, |_: &JournalModel, s: &State| s.saw(Seen::GivenBack)));
-    all.push(Property::sometimes(SOMETIMES[2].0, |_: &JournalModel, s: &State| s.saw(Seen::AmbiguousCommit)));
-    all.push(Property::sometimes(SOMETIMES[3].0, |_: &JournalModel, s: &State| s.saw(Seen::CrashMidSend)));
-    all.push(Property::sometimes(SOMETIMES[4].0, |_: &JournalModel, s: &State| s.saw(Seen::RolledBackEnqueue)));
-    all.push(Property::sometimes(SOMETIMES[5].0, |_: &JournalModel, s: &State| s.saw(Seen::LeaseLost)));
-    all.push(Property::sometimes(SOMETIMES[6].0, |_: &JournalModel, s: &State| s.saw(Seen::AbandonedAfterRuns)));
-    all.push(Property::sometimes(SOMETIMES[7].0, |_: &JournalModel, s: &State| s.saw(Seen::SentUnjournaled)));
+    all.push(Property::sometimes(
+        SOMETIMES[0].0,
+        |_: &JournalModel, s: &State| s.saw(Seen::TakeOver),
+    ));
+    all.push(Property::sometimes(
+        SOMETIMES[1].0,
+        |_: &JournalModel, s: &State| s.saw(Seen::GivenBack),
+    ));
+    all.push(Property::sometimes(
+        SOMETIMES[2].0,
+        |_: &JournalModel, s: &State| s.saw(Seen::AmbiguousCommit),
+    ));
+    all.push(Property::sometimes(
+        SOMETIMES[3].0,
+        |_: &JournalModel, s: &State| s.saw(Seen::CrashMidSend),
+    ));
+    all.push(Property::sometimes(
+        SOMETIMES[4].0,
+        |_: &JournalModel, s: &State| s.saw(Seen::RolledBackEnqueue),
+    ));
+    all.push(Property::sometimes(
+        SOMETIMES[5].0,
+        |_: &JournalModel, s: &State| s.saw(Seen::LeaseLost),
+    ));
+    all.push(Property::sometimes(
+        SOMETIMES[6].0,
+        |_: &JournalModel, s: &State| s.saw(Seen::AbandonedAfterRuns),
+    ));
+    all.push(Property::sometimes(
+        SOMETIMES[7].0,
+        |_: &JournalModel, s: &State| s.saw(Seen::SentUnjournaled),
+    ));
     all
 }

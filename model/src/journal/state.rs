@@ -3,7 +3,7 @@
 
 use reqwest_resilience_journal::IntentState;
 
-use super::symmetry::Symmetries;
+use super::group::Symmetries;
 
 /// A client (a caller sending one intent), by its index in the configuration.
 pub type ClientId = u8;

@@ -46,7 +46,10 @@ pub fn claimable(row: &Row, worker: WorkerId, incarnation: u8, config: &Config) 
         && match row.state {
             RowState::Unknown | RowState::Queued => true,
             RowState::InFlight => {
-                !row.lease_live || row.owner.is_some_and(|(w, i)| w == worker && i != incarnation)
+                !row.lease_live
+                    || row
+                        .owner
+                        .is_some_and(|(w, i)| w == worker && i != incarnation)
             }
             _ => false,
         }
