@@ -108,7 +108,7 @@ pub fn target() -> Config {
 }
 
 /// How long the full form simulates the target configuration.
-pub const TARGET_SIMULATION: Duration = Duration::from_secs(600);
+pub const TARGET_SIMULATION: Duration = Duration::from_secs(300);
 
 /// Runs the checker on `config` (DFS, symmetry reduction), exhaustively unless
 /// `time_limit` cuts it.

@@ -16,8 +16,11 @@ impl Model for JournalModel {
         vec![self.initial()]
     }
 
+    /// Only the actions with a successor: Stateright's simulation rebuilds its
+    /// paths by action index and must see the same list the walk chose from.
     fn actions(&self, s: &State, actions: &mut Vec<Action>) {
         self.enabled(s, actions);
+        actions.retain(|&action| self.successor(s, action).is_some());
     }
 
     fn next_state(&self, last: &State, action: Action) -> Option<State> {
