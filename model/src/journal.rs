@@ -60,6 +60,12 @@
 //! stop at `max_runs` plus the number of clients (more than any path can reach
 //! while the crate's guard abandons the intent at `max_runs`).
 //!
+//! # Reductions
+//! Acknowledgements touch only terminal rows, which nothing else changes: they
+//! commute with every action but a crash, so the model runs them once clients
+//! and relays are done (crashes stay possible among them). Everything else
+//! interleaves freely.
+//!
 //! # Symmetry
 //! Canonicalisation ([`symmetry`]): the permutations of workers, keys and
 //! clients that map the configuration onto itself; Stateright's

@@ -92,7 +92,11 @@ impl JournalModel {
                 continue;
             }
             let may = match *client {
-                Client::Committing | Client::AskingStatus if row.fence == 1 => Some(false),
+                Client::Committing | Client::AskingStatus
+                    if row.fence == 1 && usize::from(row.origin) == c =>
+                {
+                    Some(false)
+                }
                 Client::Ready(Some(f)) if f == row.fence => Some(false),
                 Client::Sending(Some(f)) if f == row.fence => {
                     Some(self.config.first_send_outlives_lease())
