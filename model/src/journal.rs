@@ -47,16 +47,19 @@
 //! end under a send). Due times are taken as passed (an `unknown` or `queued`
 //! row is claimable): waiting for them adds no interleaving. A relay claims
 //! every intent claimable by its worker (a batch at least the number of keys).
-//! A joining send waits by polling: the checker explores the poll as a cycle.
+//! A joining send waits by polling: a poll that would see the same again (the
+//! join step still says take over or wait, and `take_over` would not) changes
+//! nothing and is left out, so a wait is a state without that step.
 //!
 //! # `eventually`
 //! Stateright checks an `eventually` property on every path that ends in a
 //! state without successors (and misses paths that end in a cycle). The model
-//! has no cycle but the joining send's poll, and both `eventually` conditions
-//! are stable once true, so the check says: every state where nothing more can
-//! happen has every committed intent terminal (and every result acknowledged);
-//! a path where a joining send polls forever is not a counterexample (weak
-//! fairness). To make a missing guard visible as a stuck state, relay claims
+//! has no cycle (every step raises a counter, moves a client or a run forward,
+//! or changes a row for good), and both `eventually` conditions are stable once
+//! true, so the check says exactly: every state where nothing more can happen
+//! has every committed intent terminal (and every result acknowledged). A
+//! simulation (the full form's target size) checks the same at the end of each
+//! random walk. To make a missing guard visible as a stuck state, relay claims
 //! stop at `max_runs` plus the number of clients (more than any path can reach
 //! while the crate's guard abandons the intent at `max_runs`).
 //!

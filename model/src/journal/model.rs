@@ -236,6 +236,16 @@ impl JournalModel {
                     }
                     s.rows[slot] = Some(taken);
                     s.clients[ci] = Client::Ready(Some(taken.fence));
+                } else if model_rules::join_step(
+                    true,
+                    row.state.journal(),
+                    false,
+                    self.config.guards,
+                ) == JoinStep::TakeOverOrWait
+                {
+                    // It would poll and see the same: a stutter, left out so the
+                    // wait is a state without this step, not a cycle.
+                    return None;
                 } else {
                     s.clients[ci] = Client::Joining;
                 }
