@@ -167,6 +167,8 @@ pub fn failures(model: &JournalModel, checker: &impl Checker<JournalModel>) -> V
 }
 
 /// Random walks of `config` from a fixed seed for `duration` (not exhaustive).
+/// Its `states` counts the states visited along the walks: Stateright keeps no
+/// set of them, so it is not a count of unique states.
 pub fn simulate(config: Config, name: &str, duration: Duration) -> Report {
     let started = Instant::now();
     let model = JournalModel::new(config);
