@@ -213,25 +213,37 @@ fn without_userinfo(url: &reqwest::Url) -> String {
 /// known (nothing reached the server, or it answered that it did nothing) is
 /// terminal: the caller was told it failed, so the journal must not do it later.
 fn first_run_outcome(end: &IntentEnd<'_>, unknown_retry_after: Duration) -> Outcome {
-    let status = end.status();
+    first_run_outcome_of(
+        end.status(),
+        end.headers(),
+        end.gave_up().map(|reason| reason.as_str()),
+        end.is_outcome_unknown(),
+        end.retry_after(),
+        unknown_retry_after,
+    )
+}
+
+/// [`first_run_outcome`] over the facts of the end: its status and headers,
+/// why it gave up (if it did), whether the outcome is unknown, and the
+/// server's `Retry-After`.
+pub(crate) fn first_run_outcome_of(
+    status: Option<StatusCode>,
+    headers: Option<&HeaderMap>,
+    gave_up: Option<&str>,
+    outcome_unknown: bool,
+    retry_after: Option<Duration>,
+    unknown_retry_after: Duration,
+) -> Outcome {
     let in_progress = status == Some(StatusCode::CONFLICT);
-    match end.gave_up() {
-        None if !in_progress => final_response(status, end.headers()),
-        None => unknown(
-            status,
-            unknown_retry_after,
-            end.retry_after(),
-            "409 in progress",
-        ),
-        Some(reason) if end.is_outcome_unknown() || in_progress => unknown(
-            status,
-            unknown_retry_after,
-            end.retry_after(),
-            reason.as_str(),
-        ),
+    match gave_up {
+        None if !in_progress => final_response(status, headers),
+        None => unknown(status, unknown_retry_after, retry_after, "409 in progress"),
+        Some(reason) if outcome_unknown || in_progress => {
+            unknown(status, unknown_retry_after, retry_after, reason)
+        }
         Some(reason) => Outcome::Failed {
             status: status.map(|s| s.as_u16()),
-            reason: reason.as_str().to_owned(),
+            reason: reason.to_owned(),
         },
     }
 }

@@ -11,6 +11,7 @@
 use std::time::{Duration, SystemTime};
 
 use crate::error::JournalError;
+use crate::guards::{Guard, Guards};
 use crate::journal::Journal;
 use crate::record::{IntentRecord, Lease, NewIntent};
 use crate::state::IntentState;
@@ -38,13 +39,30 @@ pub(crate) fn step(existing: &IntentRecord, new: &NewIntent, now: SystemTime) ->
         && existing.url == new.url
         && existing.body == new.body
         && existing.key_on_wire == new.key_on_wire;
+    step_for(
+        same,
+        existing.state,
+        existing.retention_end <= now,
+        Guards::ALL,
+    )
+}
+
+/// The rule over its facts: whether the journaled intent is the same request,
+/// its state, and whether the server's retention of the key has ended.
+pub(crate) fn step_for(
+    same: bool,
+    state: IntentState,
+    retention_over: bool,
+    guards: Guards,
+) -> Step {
     if !same {
         return Step::Refuse("it names another request (method, URL or body)");
     }
-    match existing.state {
+    match state {
         IntentState::Abandoned => Step::Refuse("that intent was abandoned"),
-        _ if existing.retention_end <= now => {
-            Step::Refuse("the server's retention of the key has ended")
+        _ if retention_over => Step::Refuse("the server's retention of the key has ended"),
+        IntentState::InFlight if !guards.holds(Guard::JoinWaitsForLiveSender) => {
+            Step::SendUnjournaled
         }
         IntentState::Queued | IntentState::InFlight | IntentState::Unknown => Step::TakeOverOrWait,
         IntentState::Succeeded | IntentState::Failed => Step::SendUnjournaled,

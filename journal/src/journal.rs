@@ -204,10 +204,18 @@ impl Journal {
     /// The lease a run needs: its deadline plus the margin, so no other worker
     /// claims an intent while it may still be on the wire.
     pub(crate) fn lease_for(&self, deadline: Option<Duration>) -> Duration {
-        deadline.map_or(self.inner.resume_lease, |deadline| {
-            deadline.saturating_add(self.inner.lease_margin)
-        })
+        lease_for(deadline, self.inner.resume_lease, self.inner.lease_margin)
     }
+}
+
+/// The lease of a run with `deadline`: the deadline plus `margin`, or
+/// `resume_lease` for a run without one.
+pub(crate) fn lease_for(
+    deadline: Option<Duration>,
+    resume_lease: Duration,
+    margin: Duration,
+) -> Duration {
+    deadline.map_or(resume_lease, |deadline| deadline.saturating_add(margin))
 }
 
 /// Builds a [`Journal`]; see its defaults table.

@@ -164,9 +164,11 @@ macro_rules! pg_now_ms {
 pub mod model_rules;
 
 mod backlog;
+mod commit_verdict;
 mod delivery;
 mod durable;
 mod error;
+mod guards;
 mod headers;
 mod join;
 mod journal;

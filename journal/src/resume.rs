@@ -31,6 +31,7 @@ use tokio::task::JoinSet;
 
 use crate::backlog::Backlog;
 use crate::error::JournalError;
+use crate::guards::{Guard, Guards};
 use crate::journal::Journal;
 use crate::record::{Claimed, IntentRecord, Outcome};
 use crate::run_outcome::{run_outcome, GaveUp, RunEnd};
@@ -293,35 +294,25 @@ impl Resumer {
     fn run_plan(&self, claim: &Claimed) -> Result<Duration, Outcome> {
         let settings = self.journal.settings();
         let record = &claim.record;
-        if record.runs > settings.max_runs {
-            return Err(Outcome::Abandoned {
-                reason: format!("ran {} times (max {})", record.runs - 1, settings.max_runs),
-            });
-        }
-        let retention_left = record
-            .retention_end
-            .duration_since(claim.now)
-            .unwrap_or_default();
-        if retention_left < MIN_RUN {
-            return Err(Outcome::Abandoned {
-                reason: "the server's key retention has ended; reconcile by hand".to_owned(),
-            });
-        }
-        // End the run before the lease does (keeping its margin, at most half of
-        // it, free), so nobody claims the intent while it may be on the wire.
-        let kept_free = settings.lease_margin.min(settings.resume_lease / 2);
-        let lease_left = claim
-            .lease
-            .until
-            .duration_since(claim.now)
-            .unwrap_or_default()
-            .saturating_sub(kept_free);
-        let deadline = record
-            .deadline
-            .unwrap_or(Duration::MAX)
-            .min(retention_left)
-            .min(lease_left);
-        Ok(deadline.max(MIN_RUN))
+        plan_run(
+            &RunFacts {
+                runs: record.runs,
+                deadline: record.deadline,
+                retention_left: record
+                    .retention_end
+                    .duration_since(claim.now)
+                    .unwrap_or_default(),
+                lease_left: claim
+                    .lease
+                    .until
+                    .duration_since(claim.now)
+                    .unwrap_or_default(),
+            },
+            settings.max_runs,
+            settings.lease_margin,
+            settings.resume_lease,
+            Guards::ALL,
+        )
     }
 
     async fn resend(&self, record: &IntentRecord, deadline: Duration) -> Outcome {
@@ -403,6 +394,54 @@ impl Resumer {
         });
         ResumeHandle { stop, task }
     }
+}
+
+/// What a resumed run's plan is made of, as the claim left it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RunFacts {
+    /// The intent's runs counting this one.
+    pub(crate) runs: i64,
+    /// The deadline length of one run, if the intent has one.
+    pub(crate) deadline: Option<Duration>,
+    /// How long the server keeps the key from the claim on.
+    pub(crate) retention_left: Duration,
+    /// How long the claim's lease lasts from the claim on.
+    pub(crate) lease_left: Duration,
+}
+
+/// The deadline of a resumed run, or the outcome it is abandoned with: never
+/// more than `max_runs` runs, nothing past the key's retention, and the run
+/// ended before its lease (keeping its margin, at most half of it, free), so
+/// nobody claims the intent while it may be on the wire.
+pub(crate) fn plan_run(
+    facts: &RunFacts,
+    max_runs: i64,
+    lease_margin: Duration,
+    resume_lease: Duration,
+    guards: Guards,
+) -> Result<Duration, Outcome> {
+    if facts.runs > max_runs && guards.holds(Guard::AbandonAfterMaxRuns) {
+        return Err(Outcome::Abandoned {
+            reason: format!("ran {} times (max {})", facts.runs - 1, max_runs),
+        });
+    }
+    if facts.retention_left < MIN_RUN {
+        return Err(Outcome::Abandoned {
+            reason: "the server's key retention has ended; reconcile by hand".to_owned(),
+        });
+    }
+    let kept_free = lease_margin.min(resume_lease / 2);
+    let lease_left = facts.lease_left.saturating_sub(kept_free);
+    let deadline = facts
+        .deadline
+        .unwrap_or(Duration::MAX)
+        .min(facts.retention_left);
+    let deadline = if guards.holds(Guard::RunEndsBeforeLease) {
+        deadline.min(lease_left)
+    } else {
+        deadline
+    };
+    Ok(deadline.max(MIN_RUN))
 }
 
 /// How long the background loop waits after a pass: not at all while intents

@@ -39,6 +39,7 @@ pub(crate) use statement::TERMINAL;
 pub(crate) use statement::{POSTGRES_ACKNOWLEDGE, POSTGRES_UNACKNOWLEDGED};
 
 use crate::error::JournalError;
+use crate::guards::{Guard, Guards};
 use crate::journal::Journal;
 use crate::record::IntentRecord;
 use crate::state::IntentState;
@@ -92,10 +93,21 @@ pub(crate) fn settle(
     first: bool,
     state: Option<IntentState>,
 ) -> Result<bool, JournalError> {
+    settle_guarded(key, first, state, Guards::ALL)
+}
+
+/// [`settle`] with its guard switch (the model checker's mutations).
+pub(crate) fn settle_guarded(
+    key: &str,
+    first: bool,
+    state: Option<IntentState>,
+    guards: Guards,
+) -> Result<bool, JournalError> {
+    let only_first = guards.holds(Guard::OnlyTheFirstAcknowledgementApplies);
     match state {
         _ if first => Ok(true),
         None => Err(JournalError::unknown_key(key)),
-        Some(state) if state.is_terminal() => Ok(false),
+        Some(state) if state.is_terminal() => Ok(!only_first),
         Some(state) => Err(JournalError::not_terminal(key, state)),
     }
 }

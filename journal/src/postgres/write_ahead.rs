@@ -15,29 +15,10 @@ use tokio_postgres::types::ToSql;
 
 use super::pool::{Pool, Pooled};
 use super::queries::XACT_STATUS;
+use crate::commit_verdict::{verdict, Verdict};
 use crate::error::{BoxError, JournalError};
+use crate::guards::Guards;
 use crate::postgres_error::driver;
-
-/// What the database says about a transaction whose `COMMIT` answer was lost.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Verdict {
-    /// It committed: the write-ahead holds.
-    Committed,
-    /// It did not commit: nothing was written.
-    Aborted,
-    /// Still in progress (e.g. waiting for a synchronous standby), too old to
-    /// know, or the database could not be asked.
-    Unknown,
-}
-
-/// `pg_xact_status`'s answer (`None`: NULL, or no answer at all) as a verdict.
-pub(super) fn verdict(status: Option<&str>) -> Verdict {
-    match status {
-        Some("committed") => Verdict::Committed,
-        Some("aborted") => Verdict::Aborted,
-        _ => Verdict::Unknown,
-    }
-}
 
 /// The inserted row's `lease_until_ms`, or `None` when the key was already
 /// journaled (nothing inserted, the transaction rolled back).
@@ -129,7 +110,7 @@ async fn status(pool: &Pool, xid: &str) -> Verdict {
     };
     let wait = pool.timeouts().operation();
     match tokio::time::timeout(wait, ask).await {
-        Ok(Ok(status)) => verdict(status.as_deref()),
+        Ok(Ok(status)) => verdict(status.as_deref(), Guards::ALL),
         Ok(Err(error)) => {
             tracing::warn!(%error, "journal: could not ask a write-ahead's transaction status");
             Verdict::Unknown
@@ -151,23 +132,4 @@ async fn bounded<T>(
     work: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>,
 ) -> Result<T, JournalError> {
     super::bounded(pool.timeouts(), work).await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_committed_and_aborted_are_answers() {
-        let table = [
-            (Some("committed"), Verdict::Committed),
-            (Some("aborted"), Verdict::Aborted),
-            (Some("in progress"), Verdict::Unknown),
-            (None, Verdict::Unknown),
-            (Some("something new"), Verdict::Unknown),
-        ];
-        for (status, expected) in table {
-            assert_eq!(verdict(status), expected, "{status:?}");
-        }
-    }
 }

@@ -1,0 +1,139 @@
+//! The properties, each named as the promise it checks in the journal's docs.
+
+use stateright::Property;
+
+use super::model::JournalModel;
+use super::state::{Client, RunAt, Seen, State, Visibility};
+
+/// "refused, nothing was sent" is never followed by a send (of the row that
+/// refused write-ahead would have made).
+pub const NOTHING_SENT: &str = "refused, nothing was sent: never followed by a send";
+/// At most one sender of an open intent at a time, holding its live lease.
+pub const ONE_SENDER: &str = "at most one live-lease sender per intent";
+/// A write under a fenced-off lease never changes the row.
+pub const FENCED: &str = "a fenced write is never recorded";
+/// A rolled-back outbox enqueue is never sent.
+pub const ROLLED_BACK: &str = "nothing is sent for a rolled-back enqueue";
+/// The application applies each result once: when its acknowledgement is the first.
+pub const APPLIED_ONCE: &str = "a result is applied once, by the first acknowledgement";
+/// Every committed intent is terminal at the end of every path within the bounds.
+pub const TERMINAL: &str = "every committed intent is terminal within the bounds";
+/// Every terminal result is acknowledged at the end of every path.
+pub const DELIVERED: &str = "every terminal result is delivered and acknowledged";
+
+/// The `sometimes` properties: each must be reached, or the model is too weak.
+pub const SOMETIMES: [(&str, Seen); 8] = [
+    ("sometimes: a lease taken over", Seen::TakeOver),
+    ("sometimes: a run given back", Seen::GivenBack),
+    ("sometimes: an ambiguous commit", Seen::AmbiguousCommit),
+    ("sometimes: a crash mid-send", Seen::CrashMidSend),
+    ("sometimes: a rolled-back enqueue", Seen::RolledBackEnqueue),
+    ("sometimes: a late result fenced off", Seen::LeaseLost),
+    (
+        "sometimes: abandoned after too many runs",
+        Seen::AbandonedAfterRuns,
+    ),
+    (
+        "sometimes: a joining send sent again unjournaled",
+        Seen::SentUnjournaled,
+    ),
+];
+
+fn nothing_sent(_: &JournalModel, s: &State) -> bool {
+    s.history.told_nothing_sent & s.history.sent == 0
+}
+
+fn rolled_back(_: &JournalModel, s: &State) -> bool {
+    s.history.rolled_back & s.history.sent == 0
+}
+
+fn one_sender(m: &JournalModel, s: &State) -> bool {
+    (0..s.rows.len()).all(|k| {
+        let Some(row) = s.rows[k].filter(|r| !r.state.is_terminal()) else {
+            return true;
+        };
+        let mut fences = Vec::new();
+        for (c, client) in s.clients.iter().enumerate() {
+            if let Client::Sending(fence) = client {
+                if usize::from(m.config.clients[c].1) == k {
+                    fences.push(*fence);
+                }
+            }
+        }
+        for worker in &s.workers {
+            for run in &worker.runs {
+                if usize::from(run.key) == k && run.at == RunAt::Sending {
+                    fences.push(Some(run.fence));
+                }
+            }
+        }
+        match fences.as_slice() {
+            [] => true,
+            [Some(fence)] => *fence == row.fence && row.lease_live,
+            _ => false,
+        }
+    })
+}
+
+fn terminal(_: &JournalModel, s: &State) -> bool {
+    s.clients.iter().all(|c| matches!(c, Client::Done(_)))
+        && s.workers.iter().all(|w| w.runs.is_empty())
+        && s.rows
+            .iter()
+            .flatten()
+            .all(|r| r.visibility == Visibility::Committed && r.state.is_terminal())
+}
+
+fn delivered(m: &JournalModel, s: &State) -> bool {
+    terminal(m, s) && s.rows.iter().flatten().all(|r| r.acked)
+}
+
+/// Every property of the journal model.
+pub fn all() -> Vec<Property<JournalModel>> {
+    let mut all = vec![
+        Property::always(NOTHING_SENT, nothing_sent),
+        Property::always(ONE_SENDER, one_sender),
+        Property::always(FENCED, |_: &JournalModel, s: &State| {
+            !s.history.fenced_write_recorded
+        }),
+        Property::always(ROLLED_BACK, rolled_back),
+        Property::always(APPLIED_ONCE, |_: &JournalModel, s: &State| {
+            s.history.applied.iter().all(|&n| n <= 1)
+        }),
+        Property::eventually(TERMINAL, terminal),
+        Property::eventually(DELIVERED, delivered),
+    ];
+    all.push(Property::sometimes(
+        SOMETIMES[0].0,
+        |_: &JournalModel, s: &State| s.saw(Seen::TakeOver),
+    ));
+    all.push(Property::sometimes(
+        SOMETIMES[1].0,
+        |_: &JournalModel, s: &State| s.saw(Seen::GivenBack),
+    ));
+    all.push(Property::sometimes(
+        SOMETIMES[2].0,
+        |_: &JournalModel, s: &State| s.saw(Seen::AmbiguousCommit),
+    ));
+    all.push(Property::sometimes(
+        SOMETIMES[3].0,
+        |_: &JournalModel, s: &State| s.saw(Seen::CrashMidSend),
+    ));
+    all.push(Property::sometimes(
+        SOMETIMES[4].0,
+        |_: &JournalModel, s: &State| s.saw(Seen::RolledBackEnqueue),
+    ));
+    all.push(Property::sometimes(
+        SOMETIMES[5].0,
+        |_: &JournalModel, s: &State| s.saw(Seen::LeaseLost),
+    ));
+    all.push(Property::sometimes(
+        SOMETIMES[6].0,
+        |_: &JournalModel, s: &State| s.saw(Seen::AbandonedAfterRuns),
+    ));
+    all.push(Property::sometimes(
+        SOMETIMES[7].0,
+        |_: &JournalModel, s: &State| s.saw(Seen::SentUnjournaled),
+    ));
+    all
+}

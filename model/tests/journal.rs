@@ -1,0 +1,106 @@
+//! The journal model at a small size: every property holds, every `sometimes`
+//! is reached, and each property fails once the guard it depends on is broken
+//! — in the crate's own function where one exists, else in the model's copy of
+//! the SQL rule.
+
+use std::collections::BTreeSet;
+
+use reqwest_resilience_journal::model_rules::{Guard, Guards};
+use reqwest_resilience_model::journal::config::CopyMutation;
+use reqwest_resilience_model::journal::properties::{
+    APPLIED_ONCE, FENCED, NOTHING_SENT, ONE_SENDER, ROLLED_BACK, TERMINAL,
+};
+use reqwest_resilience_model::journal::{self, Config, JournalModel};
+use stateright::{Checker, HasDiscoveries, Model};
+
+/// Two clients on one key from two workers: the write-ahead, the join and the
+/// relays all meet on one intent. One crash and one lease end keep it quick.
+fn small() -> Config {
+    let mut config = Config::new(vec![(0, 0), (1, 0)], 2, 1);
+    config.max_crashes = 1;
+    config.max_expiries = 1;
+    config
+}
+
+#[test]
+fn every_property_holds_and_every_sometimes_is_reached() {
+    let report = journal::run(small(), "journal-small", None);
+    assert!(report.exhaustive, "{report}");
+    assert!(report.failures.is_empty(), "{:#?}", report.failures);
+    assert!(report.states > 1_000, "{report}");
+}
+
+/// Searches `config` until `property` has a counterexample, and asserts it has.
+fn counterexample(config: Config, property: &'static str) {
+    let model = JournalModel::new(config);
+    let checker = model
+        .clone()
+        .checker()
+        .symmetry()
+        .finish_when(HasDiscoveries::AnyOf(BTreeSet::from([property])))
+        .spawn_dfs()
+        .join();
+    assert!(
+        checker.discovery(property).is_some(),
+        "no counterexample for {property:?} after {} states",
+        checker.unique_state_count()
+    );
+    assert!(model.properties().iter().any(|p| p.name == property));
+}
+
+fn without(guard: Guard) -> Config {
+    Config {
+        guards: Guards::without(guard),
+        ..small()
+    }
+}
+
+fn copy_mutated(mutation: CopyMutation) -> Config {
+    Config {
+        copy_mutation: Some(mutation),
+        ..small()
+    }
+}
+
+#[test]
+fn an_unknown_commit_status_taken_as_aborted_sends_what_was_refused() {
+    counterexample(without(Guard::CommitStatusUnknownIsNoAnswer), NOTHING_SENT);
+}
+
+#[test]
+fn a_resumed_run_outliving_its_lease_makes_two_senders() {
+    counterexample(without(Guard::RunEndsBeforeLease), ONE_SENDER);
+}
+
+#[test]
+fn a_join_that_does_not_wait_for_the_live_sender_makes_two_senders() {
+    counterexample(without(Guard::JoinWaitsForLiveSender), ONE_SENDER);
+}
+
+#[test]
+fn without_max_runs_an_intent_stays_open_past_the_bounds() {
+    counterexample(without(Guard::AbandonAfterMaxRuns), TERMINAL);
+}
+
+#[test]
+fn an_acknowledgement_that_was_not_first_applying_applies_twice() {
+    counterexample(
+        without(Guard::OnlyTheFirstAcknowledgementApplies),
+        APPLIED_ONCE,
+    );
+}
+
+/// Copied rule (SQL `record … WHERE fence = $7`; no crate function to switch).
+#[test]
+fn a_record_without_the_fence_records_a_fenced_write() {
+    counterexample(copy_mutated(CopyMutation::RecordIgnoresFence), FENCED);
+}
+
+/// Copied semantics (READ COMMITTED; no crate function to switch).
+#[test]
+fn a_claim_that_sees_uncommitted_rows_sends_a_rolled_back_enqueue() {
+    counterexample(
+        copy_mutated(CopyMutation::ClaimSeesUncommitted),
+        ROLLED_BACK,
+    );
+}
