@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use reqwest_resilience_journal::model_rules::{Guard, Guards};
 use reqwest_resilience_model::journal::config::CopyMutation;
 use reqwest_resilience_model::journal::properties::{
-    APPLIED_ONCE, FENCED, NOTHING_SENT, ONE_SENDER, ROLLED_BACK, TERMINAL,
+    APPLIED_ONCE, DELIVERED, FENCED, NOTHING_SENT, ONE_SENDER, ROLLED_BACK, TERMINAL,
 };
 use reqwest_resilience_model::journal::{self, Config, JournalModel};
 use stateright::{Checker, HasDiscoveries, Model};
@@ -102,5 +102,15 @@ fn a_claim_that_sees_uncommitted_rows_sends_a_rolled_back_enqueue() {
     counterexample(
         copy_mutated(CopyMutation::ClaimSeesUncommitted),
         ROLLED_BACK,
+    );
+}
+
+/// Copied rule (SQL `unacknowledged … WHERE state IN (succeeded, failed, abandoned)`;
+/// no crate function to switch).
+#[test]
+fn a_listing_that_skips_failed_results_never_delivers_them() {
+    counterexample(
+        copy_mutated(CopyMutation::UnacknowledgedSkipsFailures),
+        DELIVERED,
     );
 }

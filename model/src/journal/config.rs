@@ -14,6 +14,9 @@ pub enum CopyMutation {
     RecordIgnoresFence,
     /// A claim that sees other transactions' uncommitted rows (as READ UNCOMMITTED would).
     ClaimSeesUncommitted,
+    /// `unacknowledged` listing only `succeeded` rows (`state IN (…)` missing `failed`
+    /// and `abandoned`): those results are never delivered.
+    UnacknowledgedSkipsFailures,
 }
 
 /// The configuration of one check.

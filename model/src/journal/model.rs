@@ -5,7 +5,7 @@ use reqwest_resilience_journal::model_rules::{self, JoinStep, Verdict};
 use reqwest_resilience_journal::Outcome;
 
 use super::action::{Action, CommitEnd};
-use super::config::Config;
+use super::config::{Config, CopyMutation};
 use super::group::Symmetries;
 use super::state::{
     Client, ClientId, End, Fate, History, KeyId, Response, Row, RowState, Run, RunAt, Seen, State,
@@ -429,6 +429,13 @@ impl JournalModel {
                 if worker.caught_up & bit != 0
                     || row.visibility != Visibility::Committed
                     || !row.state.is_terminal()
+                {
+                    return None;
+                }
+                if self
+                    .config
+                    .mutated(CopyMutation::UnacknowledgedSkipsFailures)
+                    && row.state != RowState::Succeeded
                 {
                     return None;
                 }
