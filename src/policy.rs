@@ -15,11 +15,11 @@ use rand::rngs::StdRng;
 use rand::{RngCore, SeedableRng};
 
 use crate::backoff::Backoff;
-use crate::budget::RetryBudget;
 use crate::classify::{is_idempotent_method, Classifier, Rules, StatusSet};
 use crate::clock::{Clock, SystemClock};
 use crate::deadline::AttemptTimeout;
 use crate::gate::Gate;
+use crate::gate::RetryBudget;
 use crate::hedge::{Hedger, Hedging};
 use crate::idempotency::{KeyAttachment, KeyFormat};
 use crate::observer::IntentObserver;

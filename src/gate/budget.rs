@@ -7,10 +7,10 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::authority::{AuthorityMap, MAX_AUTHORITIES};
+use crate::gate::authority::{AuthorityMap, MAX_AUTHORITIES};
+use crate::gate::ratio::{whole, Millionths};
+use crate::gate::window::{Counts, Epochs, Window};
 use crate::gate::{Gate, GateRefusal, GateScope, RetryCause};
-use crate::ratio::{whole, Millionths};
-use crate::window::{Counts, Epochs, Window};
 
 /// Default share of requests that may be retried.
 pub(crate) const DEFAULT_RATIO: f64 = 0.1;
@@ -721,7 +721,7 @@ mod tests {
             let base = Instant::now();
             let budget = builder.window(Duration::from_secs(window_s)).build_at(base, false);
             // Largest n with n/10^6 <= ratio, found by bisection (not scale_ratio).
-            let (mut lo, mut hi) = (0u64, crate::ratio::SCALE + 1);
+            let (mut lo, mut hi) = (0u64, crate::gate::ratio::SCALE + 1);
             while hi - lo > 1 {
                 let mid = (lo + hi) / 2;
                 if mid as f64 / 1e6 <= ratio { lo = mid } else { hi = mid }

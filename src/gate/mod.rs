@@ -26,6 +26,17 @@ use std::time::{Duration, Instant};
 
 use crate::attempt_log::AttemptOutcome;
 
+pub(crate) mod authority;
+mod breaker;
+mod budget;
+pub(crate) mod ratio;
+mod throttle;
+pub(crate) mod window;
+
+pub use breaker::{CircuitBreaker, CircuitBreakerBuilder, CircuitState, InvalidBreaker};
+pub use budget::{InvalidBudget, RetryBudget, RetryBudgetBuilder};
+pub use throttle::{AdaptiveThrottle, AdaptiveThrottleBuilder, InvalidThrottle};
+
 /// Asked before every attempt of every intent of a policy; told about every attempt.
 ///
 /// Implementations are shared by all clones of the policy, so they use interior

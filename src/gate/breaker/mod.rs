@@ -6,10 +6,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::attempt_log::AttemptOutcome;
-use crate::authority::{AuthorityMap, MAX_AUTHORITIES};
+use crate::gate::authority::{AuthorityMap, MAX_AUTHORITIES};
+use crate::gate::ratio::{whole, Millionths};
+use crate::gate::window::{Counts, Epochs, Window};
 use crate::gate::{Gate, GateRefusal, GateScope, RetryCause};
-use crate::ratio::{whole, Millionths};
-use crate::window::{Counts, Epochs, Window};
 
 mod phases;
 

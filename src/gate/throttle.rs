@@ -9,10 +9,10 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::attempt_log::AttemptOutcome;
-use crate::authority::{AuthorityMap, MAX_AUTHORITIES};
+use crate::gate::authority::{AuthorityMap, MAX_AUTHORITIES};
+use crate::gate::ratio::{whole, Millionths, SCALE};
+use crate::gate::window::{Counts, Epochs, Window};
 use crate::gate::{Gate, GateRefusal, GateScope};
-use crate::ratio::{whole, Millionths, SCALE};
-use crate::window::{Counts, Epochs, Window};
 
 const NAME: &str = "adaptive_throttle";
 
