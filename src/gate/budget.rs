@@ -4,13 +4,13 @@
 //! [`RetryBudget`] page, where users read it.
 
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::gate::authority::{AuthorityMap, MAX_AUTHORITIES};
-use crate::gate::ratio::{whole, Millionths};
-use crate::gate::window::{Counts, Epochs, Window};
-use crate::gate::{Gate, GateRefusal, GateScope, RetryCause};
+use super::per_authority::PerAuthority;
+use super::ratio::{whole, Millionths};
+use super::window::{counts, Counts, Epochs, Window};
+use super::{Gate, GateRefusal, GateScope, RetryCause};
 
 /// Default share of requests that may be retried.
 pub(crate) const DEFAULT_RATIO: f64 = 0.1;
@@ -131,19 +131,15 @@ struct Inner {
     ratio_scaled: Millionths,
     epochs: Epochs,
     unlimited: bool,
-    state: Mutex<State>,
+    windows: PerAuthority<Window<Traffic>>,
 }
 
-struct State {
-    shared: Window<Traffic>,
-    hosts: AuthorityMap<Window<Traffic>>,
-}
-
-/// What one slot of a window counts.
-#[derive(Clone, Copy, Default, PartialEq)]
-struct Traffic {
-    deposits: u64,
-    withdrawals: u64,
+counts! {
+    /// What one slot of a window counts.
+    struct Traffic {
+        deposits,
+        withdrawals,
+    }
 }
 
 const _: fn() = || {
@@ -151,46 +147,7 @@ const _: fn() = || {
     assert_traits::<RetryBudget>();
 };
 
-impl Counts for Traffic {
-    fn saturating_add(self, other: Self) -> Self {
-        Traffic {
-            deposits: self.deposits.saturating_add(other.deposits),
-            withdrawals: self.withdrawals.saturating_add(other.withdrawals),
-        }
-    }
-}
-
-impl State {
-    /// The window `scope` records into, created if needed; `None` when it is
-    /// per host and every tracked window is busy (the scope goes untracked).
-    fn window_mut(
-        &mut self,
-        scope: &str,
-        epoch: u64,
-        per_host: bool,
-    ) -> Option<&mut Window<Traffic>> {
-        if !per_host {
-            return Some(&mut self.shared);
-        }
-        self.hosts
-            .entry(scope, |w| w.sum(epoch) == Traffic::default())
-    }
-
-    /// The window `scope` would use, without creating one (`None` = fresh).
-    fn window(&self, scope: &str, per_host: bool) -> Option<&Window<Traffic>> {
-        if !per_host {
-            return Some(&self.shared);
-        }
-        self.hosts.get(scope)
-    }
-}
-
 impl Inner {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        // The state is plain counters, always consistent: ignore poisoning.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// `ratio × deposits + reserve`, in millionths, exactly.
     fn allowance_scaled(&self, deposits: u64) -> u128 {
         self.ratio_scaled.of(deposits) + whole(u64::from(self.settings.reserve))
@@ -304,8 +261,8 @@ impl RetryBudget {
         f: impl FnOnce(&mut Window<Traffic>, u64) -> R,
     ) -> Option<R> {
         let epoch = self.inner.epochs.of(now);
-        let mut state = self.inner.lock();
-        let window = state.window_mut(scope, epoch, self.inner.settings.per_host)?;
+        let mut windows = self.inner.windows.lock();
+        let window = windows.entry(scope, |w| w.sum(epoch) == Traffic::default())?;
         let epoch = window.advance(epoch);
         Some(f(window, epoch))
     }
@@ -323,8 +280,9 @@ impl RetryBudget {
             deposits,
             withdrawals,
         } = inner
+            .windows
             .lock()
-            .window(scope, inner.settings.per_host)
+            .get(scope)
             .map_or_else(Traffic::default, |w| w.sum(epoch));
         let allowed = inner.allowance_scaled(deposits) / whole(1);
         let left = allowed.saturating_sub(u128::from(withdrawals));
@@ -399,24 +357,20 @@ impl fmt::Debug for RetryBudget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let inner = &*self.inner;
         let mut out = f.debug_struct("RetryBudget");
-        out.field("ratio", &inner.settings.ratio)
-            .field("window", &inner.settings.window)
-            .field("reserve", &inner.settings.reserve)
-            .field("per_host", &inner.settings.per_host)
+        out.field("settings", &inner.settings)
             .field("unlimited", &inner.unlimited);
         if !inner.unlimited {
             // Copy the counts out; the lock is released before formatting.
             let epoch = inner.epochs.of(Instant::now());
-            let state = inner.lock();
-            let windows = state.hosts.values().chain([&state.shared]);
+            let windows = inner.windows.lock();
             let Traffic {
                 deposits,
                 withdrawals,
-            } = windows.fold(Traffic::default(), |sum, w| {
+            } = windows.all().fold(Traffic::default(), |sum, w| {
                 sum.saturating_add(w.sum(epoch))
             });
-            let hosts = state.hosts.len();
-            drop(state);
+            let hosts = windows.tracked();
+            drop(windows);
             out.field("deposits_in_window", &deposits)
                 .field("withdrawals_in_window", &withdrawals)
                 .field("host_windows", &hosts);
@@ -487,10 +441,7 @@ impl RetryBudgetBuilder {
                 ratio_scaled: Millionths::floor(self.settings.ratio, 1),
                 epochs: Epochs::new(origin, self.settings.window),
                 unlimited,
-                state: Mutex::new(State {
-                    shared: Window::default(),
-                    hosts: AuthorityMap::new(MAX_AUTHORITIES),
-                }),
+                windows: PerAuthority::new(self.settings.per_host, ()),
             }),
         }
     }
@@ -499,6 +450,7 @@ impl RetryBudgetBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gate::authority::MAX_AUTHORITIES;
     use proptest::prelude::*;
 
     const H: &str = "example.com";
@@ -604,11 +556,11 @@ mod tests {
         assert_eq!(total, 50);
         let poisoner = b.clone();
         let _ = std::thread::spawn(move || {
-            let _guard = poisoner.inner.lock();
+            let _guard = poisoner.inner.windows.lock();
             panic!("poison the budget lock");
         })
         .join();
-        assert!(b.inner.state.is_poisoned());
+        assert!(b.inner.windows.is_poisoned());
         assert_eq!(grants(&b, H, t + secs(10.0), 100), 50);
     }
 
@@ -633,13 +585,13 @@ mod tests {
         assert_eq!(grants(&b, "x", t, 3), 3);
         assert_eq!(grants(&b, "y", t, 3), 3);
         assert_eq!(grants(&b, "h0", t, 3), 1); // a tracked scope keeps its own
-        assert_eq!(b.inner.lock().hosts.len(), MAX_AUTHORITIES);
+        assert_eq!(b.inner.windows.lock().tracked(), MAX_AUTHORITIES);
         // A window later every scope is idle: new ones take their places.
         let later = t + secs(10.0);
         assert_eq!(grants(&b, "x", later, 3), 1);
         assert_eq!(grants(&b, "y", later, 3), 1);
-        assert_eq!(b.inner.lock().hosts.len(), MAX_AUTHORITIES);
-        assert!(b.inner.lock().hosts.get("x").is_some());
+        assert_eq!(b.inner.windows.lock().tracked(), MAX_AUTHORITIES);
+        assert!(b.inner.windows.lock().get("x").is_some());
     }
 
     #[test]
@@ -650,7 +602,7 @@ mod tests {
         assert_eq!(b.available_at(H, t), u64::MAX);
         b.deposit(H);
         assert!(b.try_withdraw(H));
-        assert_eq!(b.inner.lock().hosts.len(), 0);
+        assert_eq!(b.inner.windows.lock().tracked(), 0);
     }
 
     #[test]

@@ -29,6 +29,7 @@ use crate::attempt_log::AttemptOutcome;
 pub(crate) mod authority;
 mod breaker;
 mod budget;
+mod per_authority;
 pub(crate) mod ratio;
 mod throttle;
 pub(crate) mod window;

@@ -2,16 +2,16 @@
 //! is documented on [`AdaptiveThrottle`].
 
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::attempt_log::AttemptOutcome;
-use crate::gate::authority::{AuthorityMap, MAX_AUTHORITIES};
+use crate::gate::per_authority::PerAuthority;
 use crate::gate::ratio::{whole, Millionths, SCALE};
-use crate::gate::window::{Counts, Epochs, Window};
+use crate::gate::window::{counts, Counts, Epochs, Window};
 use crate::gate::{Gate, GateRefusal, GateScope};
 
 const NAME: &str = "adaptive_throttle";
@@ -149,28 +149,15 @@ struct Inner {
     settings: Settings,
     rule: Rule,
     epochs: Epochs,
-    state: Mutex<State>,
+    /// The windows, and beside them the random source of the draws.
+    windows: PerAuthority<Window<Traffic>, StdRng>,
 }
 
-struct State {
-    shared: Window<Traffic>,
-    authorities: AuthorityMap<Window<Traffic>>,
-    rng: StdRng,
-}
-
-/// What one bucket of the window counts.
-#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
-struct Traffic {
-    requests: u64,
-    accepts: u64,
-}
-
-impl Counts for Traffic {
-    fn saturating_add(self, other: Self) -> Self {
-        Traffic {
-            requests: self.requests.saturating_add(other.requests),
-            accepts: self.accepts.saturating_add(other.accepts),
-        }
+counts! {
+    /// What one bucket of the window counts.
+    struct Traffic {
+        requests,
+        accepts,
     }
 }
 
@@ -187,31 +174,6 @@ fn rejection_probability(Traffic { requests, accepts }: Traffic, rule: Rule) -> 
     let denominator = whole(requests.saturating_add(1));
     let p = u64::try_from(numerator / denominator).unwrap_or(SCALE);
     Millionths::from_millionths(p).min(rule.max_rejection)
-}
-
-impl Inner {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Runs `f` on `authority`'s window (the shared one unless per host); `None`
-    /// when the authority cannot be tracked.
-    fn with_window<R>(
-        &self,
-        state: &mut State,
-        authority: &str,
-        epoch: u64,
-        f: impl FnOnce(&mut Window<Traffic>) -> R,
-    ) -> Option<R> {
-        let window = if self.settings.per_host {
-            state
-                .authorities
-                .entry(authority, |w| w.sum(epoch) == Traffic::default())?
-        } else {
-            &mut state.shared
-        };
-        Some(f(window))
-    }
 }
 
 impl AdaptiveThrottle {
@@ -240,14 +202,11 @@ impl AdaptiveThrottle {
     pub fn rejection_probability_at(&self, authority: &str, now: Instant) -> f64 {
         let inner = &*self.inner;
         let epoch = inner.epochs.of(now);
-        let state = inner.lock();
-        let window = if inner.settings.per_host {
-            state.authorities.get(authority)
-        } else {
-            Some(&state.shared)
-        };
-        let counts = window.map_or_else(Traffic::default, |w| w.sum(epoch));
-        drop(state);
+        let windows = inner.windows.lock();
+        let counts = windows
+            .get(authority)
+            .map_or_else(Traffic::default, |w| w.sum(epoch));
+        drop(windows);
         rejection_probability(counts, inner.rule).get() as f64 / SCALE as f64
     }
 
@@ -288,14 +247,17 @@ impl Gate for AdaptiveThrottle {
     fn admit(&self, scope: &GateScope<'_>) -> Result<(), GateRefusal> {
         let inner = &*self.inner;
         let epoch = inner.epochs.of(scope.now());
-        let mut state = inner.lock();
-        let counts = inner.with_window(&mut state, scope.authority(), epoch, |w| w.sum(epoch));
+        let mut windows = inner.windows.lock();
+        let counts = windows
+            .entry(scope.authority(), |w| w.sum(epoch) == Traffic::default())
+            .map(|w| w.sum(epoch));
         let p = counts.map_or(0, |counts| rejection_probability(counts, inner.rule).get());
-        if p == 0 || state.rng.random_range(0..SCALE) >= p {
+        let rng = &mut windows.extra;
+        if p == 0 || rng.random_range(0..SCALE) >= p {
             // Counted once its outcome is known (`attempt_finished`).
             return Ok(());
         }
-        drop(state);
+        drop(windows);
         Err(GateRefusal::new(NAME)
             .with_authority(scope.authority())
             .with_rejection_probability(p as f64 / SCALE as f64))
@@ -304,12 +266,14 @@ impl Gate for AdaptiveThrottle {
     fn attempt_finished(&self, scope: &GateScope<'_>, _: &AttemptOutcome, struggling: bool) {
         let inner = &*self.inner;
         let epoch = inner.epochs.of(scope.now());
-        let mut state = inner.lock();
-        inner.with_window(&mut state, scope.authority(), epoch, |window| {
+        let mut windows = inner.windows.lock();
+        if let Some(window) =
+            windows.entry(scope.authority(), |w| w.sum(epoch) == Traffic::default())
+        {
             let bucket = window.slot(epoch);
             bucket.requests = bucket.requests.saturating_add(1);
             bucket.accepts = bucket.accepts.saturating_add(u64::from(!struggling));
-        });
+        }
     }
 
     // `not_sent`: nothing to undo, an admitted attempt counts only when it ends.
@@ -325,23 +289,14 @@ impl fmt::Debug for AdaptiveThrottle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let inner = &*self.inner;
         let epoch = inner.epochs.of(Instant::now());
-        let state = inner.lock();
-        let Traffic { requests, accepts } = state
-            .authorities
-            .values()
-            .chain([&state.shared])
-            .fold(Traffic::default(), |sum, w| {
-                sum.saturating_add(w.sum(epoch))
-            });
-        let authorities = state.authorities.len();
-        drop(state);
-        let s = &inner.settings;
+        let windows = inner.windows.lock();
+        let Traffic { requests, accepts } = windows.all().fold(Traffic::default(), |sum, w| {
+            sum.saturating_add(w.sum(epoch))
+        });
+        let authorities = windows.tracked();
+        drop(windows);
         f.debug_struct("AdaptiveThrottle")
-            .field("k", &s.k)
-            .field("window", &s.window)
-            .field("min_requests", &s.min_requests)
-            .field("max_rejection_probability", &s.max_rejection)
-            .field("per_host", &s.per_host)
+            .field("settings", &inner.settings)
             .field("requests_in_window", &requests)
             .field("accepts_in_window", &accepts)
             .field("authority_windows", &authorities)
@@ -422,11 +377,7 @@ impl AdaptiveThrottleBuilder {
                     max_rejection: Millionths::floor(s.max_rejection, 1),
                 },
                 epochs: Epochs::new(origin, s.window),
-                state: Mutex::new(State {
-                    shared: Window::default(),
-                    authorities: AuthorityMap::new(MAX_AUTHORITIES),
-                    rng: StdRng::seed_from_u64(seed),
-                }),
+                windows: PerAuthority::new(s.per_host, StdRng::seed_from_u64(seed)),
             }),
         }
     }

@@ -2,13 +2,13 @@
 //! attempts too. The behaviour is documented on [`CircuitBreaker`].
 
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::attempt_log::AttemptOutcome;
-use crate::gate::authority::{AuthorityMap, MAX_AUTHORITIES};
+use crate::gate::per_authority::PerAuthority;
 use crate::gate::ratio::{whole, Millionths};
-use crate::gate::window::{Counts, Epochs, Window};
+use crate::gate::window::{counts, Epochs, Window};
 use crate::gate::{Gate, GateRefusal, GateScope, RetryCause};
 
 mod phases;
@@ -218,13 +218,8 @@ struct Inner {
     ratio: Millionths,
     epochs: Epochs,
     rules: Rules,
-    state: Mutex<State>,
-}
-
-struct State {
-    isolated: bool,
-    shared: Circuit,
-    authorities: AuthorityMap<Circuit>,
+    /// The circuits, and beside them whether the breaker is isolated.
+    circuits: PerAuthority<Circuit, bool>,
 }
 
 #[derive(Default)]
@@ -245,28 +240,15 @@ impl Circuit {
     }
 }
 
-/// What one bucket of a circuit's window counts.
-#[derive(Clone, Copy, Default)]
-struct Outcomes {
-    attempts: u64,
-    failures: u64,
-}
-
-impl Counts for Outcomes {
-    fn saturating_add(self, other: Self) -> Self {
-        Outcomes {
-            attempts: self.attempts.saturating_add(other.attempts),
-            failures: self.failures.saturating_add(other.failures),
-        }
+counts! {
+    /// What one bucket of a circuit's window counts.
+    struct Outcomes {
+        attempts,
+        failures,
     }
 }
 
 impl Inner {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        // Plain counters and a phase, always consistent: ignore poisoning.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     fn is_tripped(&self, Outcomes { attempts, failures }: Outcomes) -> bool {
         attempts >= u64::from(self.settings.minimum_throughput)
             && whole(failures) >= self.ratio.of(attempts)
@@ -278,20 +260,13 @@ impl Inner {
     fn on(&self, scope: &GateScope<'_>, event: Event) -> Result<(), Option<Duration>> {
         let now = scope.now();
         let epoch = self.epochs.of(now);
-        let mut state = self.lock();
-        if state.isolated {
+        let mut circuits = self.circuits.lock();
+        let isolated = circuits.extra;
+        if isolated {
             return Err(None);
         }
-        let circuit = if self.settings.per_host {
-            match state
-                .authorities
-                .entry(scope.authority(), |c| c.is_idle(epoch))
-            {
-                Some(circuit) => circuit,
-                None => return Ok(()),
-            }
-        } else {
-            &mut state.shared
+        let Some(circuit) = circuits.entry(scope.authority(), |c| c.is_idle(epoch)) else {
+            return Ok(());
         };
         let first = scope.retry_cause().is_none() && scope.attempt() == 1;
         let event = match event {
@@ -314,7 +289,7 @@ impl Inner {
         if self.settings.slow_call_duration.is_some() && first {
             self.track_in_flight(circuit, scope, event, step.verdict, epoch);
         }
-        drop(state);
+        drop(circuits);
         for (from, to) in changes.into_iter().flatten() {
             log_change(scope.authority(), from, to);
         }
@@ -432,23 +407,21 @@ impl CircuitBreaker {
     /// host). An authority the breaker does not track reads `Closed`. With the
     /// breaker isolated, [`CircuitState::Isolated`] for every authority.
     pub fn state(&self, authority: &str) -> CircuitState {
-        let state = self.inner.lock();
-        if state.isolated {
+        let circuits = self.inner.circuits.lock();
+        let isolated = circuits.extra;
+        if isolated {
             return CircuitState::Isolated;
         }
-        let circuit = if self.inner.settings.per_host {
-            state.authorities.get(authority)
-        } else {
-            Some(&state.shared)
-        };
-        circuit.map_or(CircuitState::Closed, |c| c.phase.state())
+        circuits
+            .get(authority)
+            .map_or(CircuitState::Closed, |c| c.phase.state())
     }
 
     /// Forces every circuit open: every attempt is refused (without a time until a
     /// probe) until [`reset`](Self::reset). For maintenance windows and incident
     /// response.
     pub fn isolate(&self) {
-        let was = std::mem::replace(&mut self.inner.lock().isolated, true);
+        let was = std::mem::replace(&mut self.inner.circuits.lock().extra, true);
         if !was {
             tracing::warn!(target: TARGET, gate = NAME, authority = "*", from = "any", to = "isolated", "circuit isolated by hand");
         }
@@ -457,11 +430,10 @@ impl CircuitBreaker {
     /// Forces every circuit closed with an empty window, and ends an
     /// [`isolate`](Self::isolate).
     pub fn reset(&self) {
-        let mut state = self.inner.lock();
-        state.isolated = false;
-        state.shared = Circuit::default();
-        state.authorities.clear();
-        drop(state);
+        let mut circuits = self.inner.circuits.lock();
+        circuits.extra = false; // no longer isolated
+        circuits.clear();
+        drop(circuits);
         tracing::info!(target: TARGET, gate = NAME, authority = "*", from = "any", to = "closed", "circuit reset by hand");
     }
 
@@ -563,22 +535,15 @@ impl Default for CircuitBreaker {
 impl fmt::Debug for CircuitBreaker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let inner = &*self.inner;
-        let state = inner.lock();
+        let circuits = inner.circuits.lock();
         let (isolated, shared, authorities) = (
-            state.isolated,
-            state.shared.phase.state(),
-            state.authorities.len(),
+            circuits.extra,
+            circuits.shared().phase.state(),
+            circuits.tracked(),
         );
-        drop(state);
-        let s = &inner.settings;
+        drop(circuits);
         f.debug_struct("CircuitBreaker")
-            .field("failure_ratio", &s.failure_ratio)
-            .field("sampling_duration", &s.sampling_duration)
-            .field("minimum_throughput", &s.minimum_throughput)
-            .field("break_duration", &s.break_duration)
-            .field("probes", &s.probes)
-            .field("per_host", &s.per_host)
-            .field("slow_call_duration", &s.slow_call_duration)
+            .field("settings", &inner.settings)
             .field("isolated", &isolated)
             .field("shared_state", &shared)
             .field("authority_circuits", &authorities)
@@ -690,11 +655,7 @@ impl CircuitBreakerBuilder {
                     probes: s.probes,
                     probe_lease,
                 },
-                state: Mutex::new(State {
-                    isolated: false,
-                    shared: Circuit::default(),
-                    authorities: AuthorityMap::new(MAX_AUTHORITIES),
-                }),
+                circuits: PerAuthority::new(s.per_host, false),
             }),
         }
     }
@@ -704,6 +665,7 @@ impl CircuitBreakerBuilder {
 mod tests {
     use super::*;
     use crate::attempt_log::AttemptOutcome;
+    use crate::gate::authority::MAX_AUTHORITIES;
 
     const H: &str = "https://api.example.com";
 
