@@ -7,13 +7,15 @@ use std::time::{Duration, Instant};
 
 use crate::attempt_log::AttemptOutcome;
 use crate::gate::per_authority::PerAuthority;
-use crate::gate::ratio::{whole, Millionths};
-use crate::gate::window::{counts, Epochs, Window};
+use crate::gate::ratio::Millionths;
+use crate::gate::window::Epochs;
 use crate::gate::{Gate, GateRefusal, GateScope, RetryCause};
 
 mod phases;
+mod trip;
 
 use phases::{Event, Phase, Rules};
+use trip::{Tally, TripRule};
 
 /// The gate's name in refusals, logs and metrics.
 const NAME: &str = "circuit_breaker";
@@ -215,8 +217,7 @@ impl fmt::Display for CircuitState {
 
 struct Inner {
     settings: Settings,
-    ratio: Millionths,
-    epochs: Epochs,
+    trip: TripRule,
     rules: Rules,
     /// The circuits, and beside them whether the breaker is isolated.
     circuits: PerAuthority<Circuit, bool>,
@@ -225,41 +226,23 @@ struct Inner {
 #[derive(Default)]
 struct Circuit {
     phase: Phase,
-    window: Window<Outcomes>,
-    /// First attempts admitted and not ended yet, by the slot they were admitted
-    /// in (kept only with a slow call duration).
-    in_flight: Window<u64>,
+    tally: Tally,
 }
 
 impl Circuit {
-    /// Nothing to remember: closed, nothing counted in its window, nothing out.
+    /// Nothing to remember: closed, nothing counted, nothing out.
     fn is_idle(&self, epoch: u64) -> bool {
-        self.phase == Phase::Closed
-            && self.window.sum(epoch).attempts == 0
-            && self.in_flight.sum(epoch) == 0
-    }
-}
-
-counts! {
-    /// What one bucket of a circuit's window counts.
-    struct Outcomes {
-        attempts,
-        failures,
+        self.phase == Phase::Closed && self.tally.is_empty(epoch)
     }
 }
 
 impl Inner {
-    fn is_tripped(&self, Outcomes { attempts, failures }: Outcomes) -> bool {
-        attempts >= u64::from(self.settings.minimum_throughput)
-            && whole(failures) >= self.ratio.of(attempts)
-    }
-
     /// Applies `event` to the circuit of `scope`'s authority; the verdict of an
     /// `Admit`: go, or the time until a probe may go (`None` while isolated). An
     /// authority the breaker cannot track is admitted.
     fn on(&self, scope: &GateScope<'_>, event: Event) -> Result<(), Option<Duration>> {
         let now = scope.now();
-        let epoch = self.epochs.of(now);
+        let epoch = self.trip.epochs.of(now);
         let mut circuits = self.circuits.lock();
         let isolated = circuits.extra;
         if isolated {
@@ -271,22 +254,22 @@ impl Inner {
         let first = scope.retry_cause().is_none() && scope.attempt() == 1;
         let event = match event {
             Event::Finished { failed, .. } if circuit.phase == Phase::Closed => {
-                let bucket = circuit.window.slot(epoch);
-                bucket.attempts = bucket.attempts.saturating_add(1);
-                bucket.failures = bucket.failures.saturating_add(u64::from(failed));
-                let tripped = failed && self.is_tripped(circuit.window.sum(epoch));
+                let tripped = circuit.tally.record(failed, epoch, &self.trip);
                 Event::Finished { failed, tripped }
             }
             other => other,
         };
         let mut changes = [None, None];
-        if matches!(event, Event::Admit | Event::AdmitHedge) && self.is_stalled(circuit, now, epoch)
+        let asks = matches!(event, Event::Admit | Event::AdmitHedge);
+        if asks
+            && circuit.phase == Phase::Closed
+            && circuit.tally.is_stalled(now, epoch, &self.trip)
         {
             changes[0] = self.apply(circuit, Event::Stalled, now).change;
         }
         let step = self.apply(circuit, event, now);
         changes[1] = step.change;
-        if self.settings.slow_call_duration.is_some() && first {
+        if self.trip.slow_call_duration.is_some() && first {
             self.track_in_flight(circuit, scope, event, step.verdict, epoch);
         }
         drop(circuits);
@@ -301,32 +284,9 @@ impl Inner {
         let step = phases::step(circuit.phase, event, now, self.rules);
         circuit.phase = step.phase;
         if step.change.is_some() {
-            circuit.window = Window::default();
-            circuit.in_flight = Window::default();
+            circuit.tally = Tally::default();
         }
         step
-    }
-
-    /// Closed, and first attempts still outstanding past the slow call duration,
-    /// counted as failed attempts, bring the failures to the ratio.
-    fn is_stalled(&self, circuit: &Circuit, now: Instant, epoch: u64) -> bool {
-        let Some(slow) = self.settings.slow_call_duration else {
-            return false;
-        };
-        if circuit.phase != Phase::Closed {
-            return false;
-        }
-        // Whole slots that began at least `slow` ago.
-        let Some(cutoff) = now.checked_sub(slow).map(|then| self.epochs.of(then)) else {
-            return false;
-        };
-        let stalled = circuit.in_flight.sum_before(epoch, cutoff);
-        let Outcomes { attempts, failures } = circuit.window.sum(epoch);
-        stalled > 0
-            && self.is_tripped(Outcomes {
-                attempts: attempts.saturating_add(stalled),
-                failures: failures.saturating_add(stalled),
-            })
     }
 
     /// Counts a first attempt out when admitted, and back in when it ends or is
@@ -341,18 +301,10 @@ impl Inner {
         epoch: u64,
     ) {
         match (event, verdict) {
-            (Event::Admit, Some(Ok(()))) => {
-                let out = circuit.in_flight.slot(epoch);
-                *out = out.saturating_add(1);
-            }
+            (Event::Admit, Some(Ok(()))) => circuit.tally.sent(epoch),
             (Event::Finished { .. } | Event::NotSent, _) => {
-                let started = scope
-                    .now()
-                    .checked_sub(scope.attempt_duration())
-                    .map_or(0, |at| self.epochs.of(at));
-                if let Some(out) = circuit.in_flight.live_slot(started) {
-                    *out = out.saturating_sub(1);
-                }
+                let started = scope.now().checked_sub(scope.attempt_duration());
+                circuit.tally.returned(started, &self.trip);
             }
             _ => {}
         }
@@ -647,9 +599,13 @@ impl CircuitBreakerBuilder {
         CircuitBreaker {
             inner: Arc::new(Inner {
                 settings: s,
-                // At least a millionth: a ratio of 0 would open on any failure.
-                ratio: Millionths::floor(s.failure_ratio, 1).max(Millionths::floor(1e-6, 1)),
-                epochs: Epochs::new(origin, s.sampling_duration),
+                trip: TripRule {
+                    // At least a millionth: a ratio of 0 would open on any failure.
+                    ratio: Millionths::floor(s.failure_ratio, 1).max(Millionths::floor(1e-6, 1)),
+                    minimum_throughput: u64::from(s.minimum_throughput),
+                    slow_call_duration: s.slow_call_duration,
+                    epochs: Epochs::new(origin, s.sampling_duration),
+                },
                 rules: Rules {
                     break_duration: s.break_duration,
                     probes: s.probes,
