@@ -110,7 +110,7 @@ impl<T: Transport> Ready<T> {
 
             // 2. Admission of the first attempt.
             let admitted = {
-                let authority = prepared.authority();
+                let authority = policy.gates.authority_of(prepared.requests.url());
                 let admission = GateScope {
                     host: prepared.host(),
                     authority: &authority,
@@ -343,7 +343,7 @@ async fn attempt_loop<T: Transport>(
 
         // 7. Do the gates admit the retry? Then pause.
         let admitted = {
-            let authority = intent.authority();
+            let authority = policy.gates.authority_of(intent.requests.url());
             let scope = GateScope {
                 host: intent.host(),
                 authority: &authority,

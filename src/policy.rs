@@ -18,8 +18,8 @@ use crate::backoff::Backoff;
 use crate::classify::{is_idempotent_method, Classifier, Rules, StatusSet};
 use crate::clock::{Clock, SystemClock};
 use crate::deadline::AttemptTimeout;
-use crate::gate::Gate;
 use crate::gate::RetryBudget;
+use crate::gate::{Gate, Gates};
 use crate::hedge::{Hedger, Hedging};
 use crate::idempotency::{KeyAttachment, KeyFormat};
 use crate::observer::IntentObserver;
@@ -142,12 +142,8 @@ pub(crate) struct PolicyInner {
     /// `settings.key_header`, `settings.request_id_header`, parsed.
     pub(crate) key_header: HeaderName,
     pub(crate) request_id_header: HeaderName,
-    budget: RetryBudget,
-    /// The user's gates, as given (for `to_builder`).
-    user_gates: Vec<Arc<dyn Gate>>,
-    /// The user's gates, then the budget (asked last, so that it is charged only
-    /// for attempts that happen).
-    pub(crate) gates: Vec<Arc<dyn Gate>>,
+    /// The user's gates, then the budget when there is one.
+    pub(crate) gates: Gates,
     pub(crate) observers: Vec<Arc<dyn IntentObserver>>,
     pub(crate) write_ahead: Option<Arc<dyn WriteAhead>>,
     pub(crate) sleeper: Arc<dyn Sleeper>,
@@ -205,9 +201,10 @@ impl RetryPolicy {
         self.inner.settings.conflict_delay
     }
 
-    /// The shared retry budget.
-    pub fn budget(&self) -> &RetryBudget {
-        &self.inner.budget
+    /// The shared retry budget; `None` after
+    /// [`no_budget`](RetryPolicyBuilder::no_budget).
+    pub fn budget(&self) -> Option<&RetryBudget> {
+        self.inner.gates.budget()
     }
 
     /// The idempotency key header name.
@@ -281,8 +278,11 @@ impl RetryPolicy {
         RetryPolicyBuilder {
             settings: inner.settings.clone(),
             classifier: inner.classifier.clone(),
-            budget: Some(inner.budget.clone()),
-            gates: inner.user_gates.clone(),
+            budget: match inner.gates.budget() {
+                Some(budget) => BudgetChoice::Shared(budget.clone()),
+                None => BudgetChoice::Off,
+            },
+            gates: inner.gates.user().to_vec(),
             observers: inner.observers.clone(),
             write_ahead: inner.write_ahead.clone(),
             sleeper: inner.sleeper.clone(),
@@ -349,7 +349,7 @@ impl fmt::Debug for RetryPolicy {
             .field("settings", &p.settings)
             .field("attempt_timeout", &self.attempt_timeout())
             .field("classifier", &p.classifier.is_some())
-            .field("budget", &p.budget)
+            .field("budget", &p.gates.budget())
             .field("gates", &p.gates.len())
             .field("observers", &p.observers.len())
             .field("write_ahead", &p.write_ahead.is_some())
@@ -377,8 +377,7 @@ impl fmt::Debug for RetryPolicy {
 pub struct RetryPolicyBuilder {
     settings: Settings,
     classifier: Option<Arc<dyn Classifier>>,
-    /// `None`: each built policy gets a budget of its own, with the defaults.
-    budget: Option<RetryBudget>,
+    budget: BudgetChoice,
     gates: Vec<Arc<dyn Gate>>,
     observers: Vec<Arc<dyn IntentObserver>>,
     write_ahead: Option<Arc<dyn WriteAhead>>,
@@ -392,7 +391,7 @@ impl RetryPolicyBuilder {
         Self {
             settings: Settings::default(),
             classifier: None,
-            budget: None,
+            budget: BudgetChoice::Own,
             gates: Vec::new(),
             observers: Vec::new(),
             write_ahead: None,
@@ -494,13 +493,15 @@ impl RetryPolicyBuilder {
     /// the same [`RetryBudget`], or tune it with [`RetryBudget::builder`]. Without
     /// this call each built policy gets a budget of its own with the defaults.
     pub fn budget(mut self, budget: RetryBudget) -> Self {
-        self.budget = Some(budget);
+        self.budget = BudgetChoice::Shared(budget);
         self
     }
 
-    /// No budget: only max attempts and the deadline limit retries.
-    pub fn no_budget(self) -> Self {
-        self.budget(RetryBudget::unlimited())
+    /// No budget: only max attempts and the deadline limit retries (the policy
+    /// has no budget gate, and [`RetryPolicy::budget`] is `None`).
+    pub fn no_budget(mut self) -> Self {
+        self.budget = BudgetChoice::Off;
+        self
     }
 
     /// Adds a [`Gate`] (a circuit breaker, a throttle), asked before every attempt
@@ -653,19 +654,18 @@ impl RetryPolicyBuilder {
             }
         }
         let hedger = settings.hedging.clone().map(Hedger::new);
-        let budget = self.budget.unwrap_or_else(RetryBudget::new_default);
-        let user_gates = self.gates;
-        let mut gates = user_gates.clone();
-        gates.push(Arc::new(budget.clone()));
+        let budget = match self.budget {
+            BudgetChoice::Own => Some(RetryBudget::new_default()),
+            BudgetChoice::Shared(budget) => Some(budget),
+            BudgetChoice::Off => None,
+        };
         Ok(RetryPolicy {
             inner: Arc::new(PolicyInner {
                 classifier: self.classifier,
                 server_hint_header,
                 key_header,
                 request_id_header,
-                budget,
-                user_gates,
-                gates,
+                gates: Gates::new(self.gates, budget),
                 observers: self.observers,
                 write_ahead: self.write_ahead,
                 sleeper: self.sleeper,
@@ -678,6 +678,17 @@ impl RetryPolicyBuilder {
             }),
         })
     }
+}
+
+/// Which budget a built policy gets.
+#[derive(Clone)]
+enum BudgetChoice {
+    /// One of its own, with the defaults: every build makes a new one.
+    Own,
+    /// This one, shared with whoever else holds it.
+    Shared(RetryBudget),
+    /// None: no budget gate.
+    Off,
 }
 
 impl Default for RetryPolicyBuilder {
@@ -809,7 +820,7 @@ mod tests {
         assert!(policy.generates_key_for(&Method::PATCH));
         assert!(!policy.generates_key_for(&Method::GET));
         assert!(!policy.generates_key_for(&Method::PUT));
-        assert_eq!(policy.budget().ratio(), 0.1);
+        assert_eq!(policy.budget().unwrap().ratio(), 0.1);
         let _ = RetryPolicy::default();
     }
 
@@ -1011,9 +1022,9 @@ mod tests {
         assert_eq!(changed.key_header().as_str(), "x-key");
         // One budget: what one spends, the other sees.
         let now = std::time::Instant::now();
-        let before = changed.budget().available_at("h", now);
-        assert!(policy.budget().try_withdraw_at("h", now));
-        assert_eq!(changed.budget().available_at("h", now), before - 1);
+        let before = changed.budget().unwrap().available_at("h", now);
+        assert!(policy.budget().unwrap().try_withdraw_at("h", now));
+        assert_eq!(changed.budget().unwrap().available_at("h", now), before - 1);
     }
 
     #[test]

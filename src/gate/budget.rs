@@ -53,12 +53,13 @@ const MAX_WINDOW: Duration = Duration::from_secs(3600);
 ///
 /// # In a policy
 ///
-/// Every [`RetryPolicy`](crate::RetryPolicy) carries one budget, shared by all the
+/// Every [`RetryPolicy`](crate::RetryPolicy) carries one budget (unless turned off), shared by all the
 /// intents of every client built from it. Pass a handle to
 /// [`RetryPolicyBuilder::budget`](crate::RetryPolicyBuilder::budget) to share one
 /// between policies, or turn it off with
 /// [`no_budget`](crate::RetryPolicyBuilder::no_budget) (tests, or a layer that is not
-/// the one retrying). When the budget refuses a retry, the intent ends at once with
+/// the one retrying: the policy then has no budget gate at all). When the budget
+/// refuses a retry, the intent ends at once with
 /// [`Error::is_budget_exhausted`](crate::Error::is_budget_exhausted), carrying the
 /// last response or failure. A 409 "same key still in progress" is waited out
 /// without charging the budget. The budget is a [`Gate`](crate::Gate): your own
@@ -130,7 +131,6 @@ struct Inner {
     settings: Settings,
     ratio_scaled: Millionths,
     epochs: Epochs,
-    unlimited: bool,
     windows: PerAuthority<Window<Traffic>>,
 }
 
@@ -169,40 +169,24 @@ impl RetryBudget {
 
     /// Default budget: ratio 0.1, window 10 s, reserve 10 retries per window, not per host.
     pub fn new_default() -> RetryBudget {
-        Self::builder().build_at(Instant::now(), false)
-    }
-
-    /// A budget that never refuses (for tests / opting out).
-    ///
-    /// It takes no lock and keeps no counts; it reports ratio 1, a 10 s
-    /// window and a reserve of `u32::MAX`.
-    pub fn unlimited() -> RetryBudget {
-        let builder = Self::builder().ratio(1.0).reserve(u32::MAX);
-        builder.build_at(Instant::now(), true)
+        Self::builder().build_at(Instant::now())
     }
 
     /// Record one ordinary request (an intent's first attempt) for `scope`
     /// (the host; ignored unless per-host).
     pub fn deposit(&self, scope: &str) {
-        // The unlimited budget does not even read the clock.
-        if !self.inner.unlimited {
-            self.deposit_at(scope, Instant::now());
-        }
+        self.deposit_at(scope, Instant::now());
     }
 
     /// Ask for one retry for `scope`; `true` = granted and counted.
     pub fn try_withdraw(&self, scope: &str) -> bool {
-        self.inner.unlimited || self.try_withdraw_at(scope, Instant::now())
+        self.try_withdraw_at(scope, Instant::now())
     }
 
     /// [`deposit`](Self::deposit) at an explicit time.
     ///
     /// Times before the budget was built count as the moment it was built.
     pub fn deposit_at(&self, scope: &str, now: Instant) {
-        let inner = &*self.inner;
-        if inner.unlimited {
-            return;
-        }
         self.with_window(scope, now, |window, epoch| {
             let slot = window.slot(epoch);
             slot.deposits = slot.deposits.saturating_add(1);
@@ -212,9 +196,6 @@ impl RetryBudget {
     /// Takes back a deposit (`deposit`) or returns a withdrawal made at `now` for
     /// an attempt that was not sent after all.
     pub(crate) fn take_back(&self, scope: &str, now: Instant, deposit: bool) {
-        if self.inner.unlimited {
-            return;
-        }
         self.with_window(scope, now, |window, epoch| {
             let slot = window.slot(epoch);
             let count = if deposit {
@@ -232,9 +213,6 @@ impl RetryBudget {
     /// later time, so reordered callers can never free extra retries.
     pub fn try_withdraw_at(&self, scope: &str, now: Instant) -> bool {
         let inner = &*self.inner;
-        if inner.unlimited {
-            return true;
-        }
         self.with_window(scope, now, |window, epoch| {
             let Traffic {
                 deposits,
@@ -269,12 +247,9 @@ impl RetryBudget {
 
     /// Retries still grantable at `now` for `scope` (for logs/tests), saturating at 0.
     ///
-    /// Does not create a per-host window. `u64::MAX` for an unlimited budget.
+    /// Does not create a per-host window.
     pub fn available_at(&self, scope: &str, now: Instant) -> u64 {
         let inner = &*self.inner;
-        if inner.unlimited {
-            return u64::MAX;
-        }
         let epoch = inner.epochs.of(now);
         let Traffic {
             deposits,
@@ -356,26 +331,23 @@ impl Default for RetryBudget {
 impl fmt::Debug for RetryBudget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let inner = &*self.inner;
-        let mut out = f.debug_struct("RetryBudget");
-        out.field("settings", &inner.settings)
-            .field("unlimited", &inner.unlimited);
-        if !inner.unlimited {
-            // Copy the counts out; the lock is released before formatting.
-            let epoch = inner.epochs.of(Instant::now());
-            let windows = inner.windows.lock();
-            let Traffic {
-                deposits,
-                withdrawals,
-            } = windows.all().fold(Traffic::default(), |sum, w| {
-                sum.saturating_add(w.sum(epoch))
-            });
-            let hosts = windows.tracked();
-            drop(windows);
-            out.field("deposits_in_window", &deposits)
-                .field("withdrawals_in_window", &withdrawals)
-                .field("host_windows", &hosts);
-        }
-        out.finish()
+        // Copy the counts out; the lock is released before formatting.
+        let epoch = inner.epochs.of(Instant::now());
+        let windows = inner.windows.lock();
+        let Traffic {
+            deposits,
+            withdrawals,
+        } = windows.all().fold(Traffic::default(), |sum, w| {
+            sum.saturating_add(w.sum(epoch))
+        });
+        let hosts = windows.tracked();
+        drop(windows);
+        f.debug_struct("RetryBudget")
+            .field("settings", &inner.settings)
+            .field("deposits_in_window", &deposits)
+            .field("withdrawals_in_window", &withdrawals)
+            .field("host_windows", &hosts)
+            .finish()
     }
 }
 
@@ -419,7 +391,7 @@ impl RetryBudgetBuilder {
     /// Validate the settings and build the budget.
     pub fn build(self) -> Result<RetryBudget, InvalidBudget> {
         self.validate()?;
-        Ok(self.build_at(Instant::now(), false))
+        Ok(self.build_at(Instant::now()))
     }
 
     fn validate(&self) -> Result<(), InvalidBudget> {
@@ -434,13 +406,12 @@ impl RetryBudgetBuilder {
     }
 
     /// Build with a given origin; settings must already be valid.
-    fn build_at(self, origin: Instant, unlimited: bool) -> RetryBudget {
+    fn build_at(self, origin: Instant) -> RetryBudget {
         RetryBudget {
             inner: Arc::new(Inner {
                 settings: self.settings,
                 ratio_scaled: Millionths::floor(self.settings.ratio, 1),
                 epochs: Epochs::new(origin, self.settings.window),
-                unlimited,
                 windows: PerAuthority::new(self.settings.per_host, ()),
             }),
         }
@@ -463,7 +434,7 @@ mod tests {
     fn make(ratio: f64, reserve: u32, per_host: bool) -> (RetryBudget, Instant) {
         let builder = RetryBudget::builder().ratio(ratio).reserve(reserve);
         let base = Instant::now();
-        (builder.per_host(per_host).build_at(base, false), base)
+        (builder.per_host(per_host).build_at(base), base)
     }
 
     fn grants(b: &RetryBudget, scope: &str, at: Instant, tries: u32) -> u32 {
@@ -528,7 +499,7 @@ mod tests {
         let (b, t) = make(0.1, 2, false);
         assert_eq!(grants(&b, H, t + secs(20.0), 5), 2);
         assert_eq!(grants(&b, H, t, 5), 0); // an old instant cannot reopen t=0
-        let late = RetryBudget::builder().build_at(t + secs(5.0), false);
+        let late = RetryBudget::builder().build_at(t + secs(5.0));
         late.deposit_at(H, t); // before origin: counts as origin
         assert_eq!(late.available_at(H, t + secs(5.0)), 10);
         assert_eq!(late.available_at(H, t + secs(14.9)), 10);
@@ -595,17 +566,6 @@ mod tests {
     }
 
     #[test]
-    fn unlimited_always_grants() {
-        let b = RetryBudget::unlimited();
-        let t = Instant::now();
-        assert_eq!(grants(&b, H, t, 10_000), 10_000);
-        assert_eq!(b.available_at(H, t), u64::MAX);
-        b.deposit(H);
-        assert!(b.try_withdraw(H));
-        assert_eq!(b.inner.windows.lock().tracked(), 0);
-    }
-
-    #[test]
     fn builder_validates() {
         let build = |r, ms| {
             RetryBudget::builder()
@@ -635,8 +595,8 @@ mod tests {
     fn debug_does_not_panic() {
         let (b, t) = make(0.1, 1, true);
         b.deposit_at("a", t);
-        let (u, builder) = (RetryBudget::unlimited(), RetryBudget::builder());
-        let text = format!("{b:?} {u:?} {builder:?}");
+        let builder = RetryBudget::builder();
+        let text = format!("{b:?} {builder:?}");
         assert!(text.contains("deposits_in_window: 1"), "{text}");
     }
 
@@ -671,7 +631,7 @@ mod tests {
         ) {
             let builder = RetryBudget::builder().ratio(ratio).reserve(reserve);
             let base = Instant::now();
-            let budget = builder.window(Duration::from_secs(window_s)).build_at(base, false);
+            let budget = builder.window(Duration::from_secs(window_s)).build_at(base);
             // Largest n with n/10^6 <= ratio, found by bisection (not scale_ratio).
             let (mut lo, mut hi) = (0u64, crate::gate::ratio::SCALE + 1);
             while hi - lo > 1 {

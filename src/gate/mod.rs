@@ -29,6 +29,7 @@ use crate::attempt_log::AttemptOutcome;
 pub(crate) mod authority;
 mod breaker;
 mod budget;
+mod gates;
 mod per_authority;
 pub(crate) mod ratio;
 mod throttle;
@@ -36,6 +37,7 @@ pub(crate) mod window;
 
 pub use breaker::{CircuitBreaker, CircuitBreakerBuilder, CircuitState, InvalidBreaker};
 pub use budget::{InvalidBudget, RetryBudget, RetryBudgetBuilder};
+pub(crate) use gates::Gates;
 pub use throttle::{AdaptiveThrottle, AdaptiveThrottleBuilder, InvalidThrottle};
 
 /// Asked before every attempt of every intent of a policy; told about every attempt.

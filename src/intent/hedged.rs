@@ -503,7 +503,7 @@ impl<'r, 'o> Race<'r, 'o> {
         now: Instant,
     ) -> Result<(), gate::GateRefusal> {
         let url = intent.requests.url();
-        let authority = crate::gate::authority::of(url);
+        let authority = self.policy.gates.authority_of(url);
         let scope = GateScope {
             host: url.host_str().unwrap_or(""),
             authority: &authority,
@@ -518,7 +518,7 @@ impl<'r, 'o> Race<'r, 'o> {
     /// Every gate admitted copy `number`, and it was not sent after all.
     fn not_sent<T>(&self, intent: &Prepared<T>, number: u32, cause: RetryCause, now: Instant) {
         let url = intent.requests.url();
-        let authority = crate::gate::authority::of(url);
+        let authority = self.policy.gates.authority_of(url);
         let scope = GateScope {
             host: url.host_str().unwrap_or(""),
             authority: &authority,

@@ -92,7 +92,7 @@ impl LoopState {
             duration: ended.saturating_duration_since(attempt.started),
             delay_after: None,
         });
-        let authority = crate::gate::authority::of(url);
+        let authority = policy.gates.authority_of(url);
         let scope = GateScope {
             host: url.host_str().unwrap_or(""),
             authority: &authority,
