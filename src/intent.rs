@@ -32,7 +32,7 @@ use crate::attempt_log::{AttemptLog, EndNotRecorded};
 use crate::deadline::Deadline;
 use crate::decision::{self, Ended, Facts, Next};
 use crate::error::{Error, GiveUpContext, GiveUpReason, LastResult};
-use crate::gate::{self, GateScope};
+use crate::gate::GateScope;
 use crate::idempotency::IdempotencyKey;
 use crate::ids::RequestId;
 use crate::observer::{IntentEnd, IntentObserver, Observers, RetryScheduled};
@@ -119,7 +119,7 @@ impl<T: Transport> Ready<T> {
                     retry_cause: None,
                     attempt_duration: Duration::ZERO,
                 };
-                gate::admit_all(&policy.gates, &admission)
+                policy.gates.admit(&admission)
             };
             if let Err(refusal) = admitted {
                 // DEBUG: an open breaker refuses every intent; the breaker itself logs
@@ -352,7 +352,7 @@ async fn attempt_loop<T: Transport>(
                 retry_cause: Some(cause),
                 attempt_duration: Duration::ZERO,
             };
-            gate::admit_all(&policy.gates, &scope)
+            policy.gates.admit(&scope)
         };
         if let Err(refusal) = admitted {
             return Err(state.refused(policy, refusal, last, verdict.retry_after));

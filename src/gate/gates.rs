@@ -1,19 +1,24 @@
 //! A policy's gates, in the order they are asked: the user's, then the retry
 //! budget. A policy without a budget has no budget gate; nothing else says so.
+//!
+//! The budget is asked last, so that it is charged only for attempts that happen,
+//! and it is asked directly rather than through `dyn Gate`: it is the one gate
+//! every default policy has. It counts at admission only, so it is not told how
+//! attempts end; a policy with no gate of the user's tells nobody, and builds no
+//! scope to do so.
 
 use std::borrow::Cow;
-use std::ops::Deref;
 use std::sync::Arc;
 
-use super::{authority, Gate, RetryBudget};
+use super::{
+    admit_all, authority, cancel_all, tell_all, Gate, GateRefusal, GateScope, RetryBudget,
+};
+use crate::attempt_log::AttemptOutcome;
 
 /// The gates of one policy, shared by its clones.
 #[derive(Clone)]
 pub(crate) struct Gates {
-    /// The user's gates, then the budget (asked last, so that it is charged only
-    /// for attempts that happen).
-    asked: Vec<Arc<dyn Gate>>,
-    /// The user's gates, as given (for `RetryPolicy::to_builder`).
+    /// The user's gates, in the order they were added.
     user: Vec<Arc<dyn Gate>>,
     budget: Option<RetryBudget>,
     /// Some gate may key its state by authority. When none does (the default
@@ -24,12 +29,9 @@ pub(crate) struct Gates {
 
 impl Gates {
     pub(crate) fn new(user: Vec<Arc<dyn Gate>>, budget: Option<RetryBudget>) -> Self {
-        let mut asked = user.clone();
-        asked.extend(budget.iter().map(|b| Arc::new(b.clone()) as Arc<dyn Gate>));
         // A gate of the user's may read the authority: it always gets it.
         let by_authority = !user.is_empty() || budget.as_ref().is_some_and(|b| b.is_per_host());
         Gates {
-            asked,
             user,
             budget,
             by_authority,
@@ -46,8 +48,13 @@ impl Gates {
         self.budget.as_ref()
     }
 
-    /// What [`GateScope::authority`](super::GateScope::authority) says for `url`:
-    /// its origin, or empty when no gate keys by it.
+    /// How many gates are asked.
+    pub(crate) fn len(&self) -> usize {
+        self.user.len() + usize::from(self.budget.is_some())
+    }
+
+    /// What [`GateScope::authority`] says for `url`: its origin, or empty when no
+    /// gate keys by it.
     pub(crate) fn authority_of<'u>(&self, url: &'u reqwest::Url) -> Cow<'u, str> {
         if self.by_authority {
             authority::of(url)
@@ -55,12 +62,42 @@ impl Gates {
             Cow::Borrowed("")
         }
     }
-}
 
-impl Deref for Gates {
-    type Target = [Arc<dyn Gate>];
+    /// Some gate wants to hear how attempts end (see [`tell`](Self::tell)).
+    pub(crate) fn hear_outcomes(&self) -> bool {
+        !self.user.is_empty()
+    }
 
-    fn deref(&self) -> &Self::Target {
-        &self.asked
+    /// Asks every gate, in order, until one refuses; the gates that admitted
+    /// before the refusal hear that nothing is sent.
+    pub(crate) fn admit(&self, scope: &GateScope<'_>) -> Result<(), GateRefusal> {
+        admit_all(&self.user, scope)?;
+        match &self.budget {
+            Some(budget) => budget
+                .admit(scope)
+                .map_err(|refusal| super::refused(&self.user, scope, refusal)),
+            None => Ok(()),
+        }
+    }
+
+    /// Every gate admitted the attempt `scope` describes, and it was not sent
+    /// after all: each hears it, in reverse order.
+    pub(crate) fn not_sent(&self, scope: &GateScope<'_>) {
+        if let Some(budget) = &self.budget {
+            budget.not_sent(scope);
+        }
+        for gate in self.user.iter().rev() {
+            gate.not_sent(scope);
+        }
+    }
+
+    /// Tells every gate that listens how an attempt ended.
+    pub(crate) fn tell(&self, scope: &GateScope<'_>, outcome: &AttemptOutcome, struggling: bool) {
+        tell_all(&self.user, scope, outcome, struggling);
+    }
+
+    /// Tells every gate that listens that an attempt was cancelled (a hedge's loser).
+    pub(crate) fn cancel(&self, scope: &GateScope<'_>) {
+        cancel_all(&self.user, scope);
     }
 }

@@ -140,21 +140,31 @@ pub trait Gate: Send + Sync + 'static {
 
 /// Asks every gate, in order, until one refuses; the gates that admitted before
 /// the refusal hear that nothing is sent.
-pub(crate) fn admit_all(gates: &[Arc<dyn Gate>], scope: &GateScope<'_>) -> Result<(), GateRefusal> {
+fn admit_all(gates: &[Arc<dyn Gate>], scope: &GateScope<'_>) -> Result<(), GateRefusal> {
     for (asked, gate) in gates.iter().enumerate() {
-        if let Err(mut refusal) = gate.admit(scope) {
-            for earlier in gates[..asked].iter().rev() {
-                earlier.not_sent(scope);
-            }
-            refusal.first_attempt = scope.retry_cause.is_none();
-            return Err(refusal);
+        if let Err(refusal) = gate.admit(scope) {
+            return Err(refused(&gates[..asked], scope, refusal));
         }
     }
     Ok(())
 }
 
+/// A gate refused: the gates that admitted before it (`earlier`) hear that
+/// nothing is sent, in reverse order.
+fn refused(
+    earlier: &[Arc<dyn Gate>],
+    scope: &GateScope<'_>,
+    mut refusal: GateRefusal,
+) -> GateRefusal {
+    for gate in earlier.iter().rev() {
+        gate.not_sent(scope);
+    }
+    refusal.first_attempt = scope.retry_cause.is_none();
+    refusal
+}
+
 /// Tells every gate how an attempt ended.
-pub(crate) fn tell_all(
+fn tell_all(
     gates: &[Arc<dyn Gate>],
     scope: &GateScope<'_>,
     outcome: &AttemptOutcome,
@@ -166,7 +176,7 @@ pub(crate) fn tell_all(
 }
 
 /// Tells every gate that an attempt was cancelled (a hedge's loser).
-pub(crate) fn cancel_all(gates: &[Arc<dyn Gate>], scope: &GateScope<'_>) {
+fn cancel_all(gates: &[Arc<dyn Gate>], scope: &GateScope<'_>) {
     for gate in gates {
         gate.attempt_cancelled(scope);
     }

@@ -512,7 +512,7 @@ impl<'r, 'o> Race<'r, 'o> {
             retry_cause: Some(cause),
             attempt_duration: Duration::ZERO,
         };
-        gate::admit_all(&self.policy.gates, &scope)
+        self.policy.gates.admit(&scope)
     }
 
     /// Every gate admitted copy `number`, and it was not sent after all.
@@ -527,9 +527,7 @@ impl<'r, 'o> Race<'r, 'o> {
             retry_cause: Some(cause),
             attempt_duration: Duration::ZERO,
         };
-        for gate in self.policy.gates.iter().rev() {
-            gate.not_sent(&scope);
-        }
+        self.policy.gates.not_sent(&scope);
     }
 
     /// Another copy won: every copy still running is cancelled (its future
@@ -557,7 +555,7 @@ impl<'r, 'o> Race<'r, 'o> {
                 retry_cause: copy.cause,
                 attempt_duration: ran,
             };
-            gate::cancel_all(&self.policy.gates, &scope);
+            self.policy.gates.cancel(&scope);
             log.push(AttemptRecord {
                 number: copy.attempt.number,
                 request_id: copy.attempt.request_id,
