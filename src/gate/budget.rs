@@ -9,15 +9,9 @@ use std::time::{Duration, Instant};
 
 use super::per_authority::PerAuthority;
 use super::ratio::{whole, Millionths};
+use super::settings::gate_settings;
 use super::window::{counts, Counts, Epochs, Window};
 use super::{Gate, GateRefusal, GateScope, RetryCause};
-
-/// Default share of requests that may be retried.
-pub(crate) const DEFAULT_RATIO: f64 = 0.1;
-/// Default sliding window.
-pub(crate) const DEFAULT_WINDOW: Duration = Duration::from_secs(10);
-/// Default retries always available per window.
-pub(crate) const DEFAULT_RESERVE: u32 = 10;
 
 const MIN_WINDOW: Duration = Duration::from_secs(1);
 const MAX_WINDOW: Duration = Duration::from_secs(3600);
@@ -106,13 +100,38 @@ pub struct RetryBudgetBuilder {
     settings: Settings,
 }
 
-/// A budget's settings, as the builder holds them and the built budget keeps them.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Settings {
-    ratio: f64,
-    window: Duration,
-    reserve: u32,
-    per_host: bool,
+gate_settings! {
+    /// A budget's settings, as the builder holds them and the built budget keeps them.
+    struct Settings for RetryBudget, RetryBudgetBuilder {
+        /// Fraction of ordinary requests that may be retried, in (0, 1] (default 0.1).
+        ///
+        /// Applied in millionths: the effective ratio is the ratio rounded down to
+        /// 6 decimal places.
+        ratio: f64 = 0.1
+            => /// Fraction of ordinary requests that may be retried.
+            ratio;
+        /// Length of the sliding window, 1 s ..= 1 h (default 10 s).
+        window: Duration = Duration::from_secs(10)
+            => /// Length of the sliding window.
+            window;
+        /// Retries granted per window even with no traffic; any `u32`, including 0 (default 10).
+        reserve: u32 = 10
+            => /// Retries granted per window even without traffic.
+            reserve;
+        /// Give each scope its own window (default `false`: one window for the whole
+        /// client, by design — a budget protects the caller's fleet as a whole). As a
+        /// gate, the scope is the request's authority (scheme, host, port; see
+        /// [`GateScope::authority`]), so one sick service cannot spend another's
+        /// retries.
+        ///
+        /// At most 1024 scopes have their own window. Past that a new scope takes the
+        /// place of the least recently used one whose window is empty; when none is,
+        /// the new scope is not tracked and its retries are granted — never charged to
+        /// another scope's window.
+        per_host: bool = false
+            => /// Whether each host (scope) has its own window.
+            is_per_host;
+    }
 }
 
 /// Why a [`RetryBudgetBuilder`] could not build a budget.
@@ -158,12 +177,7 @@ impl RetryBudget {
     /// A builder starting from the default settings (see [`RetryBudget::new_default`]).
     pub fn builder() -> RetryBudgetBuilder {
         RetryBudgetBuilder {
-            settings: Settings {
-                ratio: DEFAULT_RATIO,
-                window: DEFAULT_WINDOW,
-                reserve: DEFAULT_RESERVE,
-                per_host: false,
-            },
+            settings: Settings::default(),
         }
     }
 
@@ -263,26 +277,6 @@ impl RetryBudget {
         let left = allowed.saturating_sub(u128::from(withdrawals));
         u64::try_from(left).unwrap_or(u64::MAX)
     }
-
-    /// Fraction of ordinary requests that may be retried.
-    pub fn ratio(&self) -> f64 {
-        self.inner.settings.ratio
-    }
-
-    /// Length of the sliding window.
-    pub fn window(&self) -> Duration {
-        self.inner.settings.window
-    }
-
-    /// Retries granted per window even without traffic.
-    pub fn reserve(&self) -> u32 {
-        self.inner.settings.reserve
-    }
-
-    /// Whether each host (scope) has its own window.
-    pub fn is_per_host(&self) -> bool {
-        self.inner.settings.per_host
-    }
 }
 
 /// The budget as a gate: every first attempt deposits, every retry after a
@@ -352,42 +346,6 @@ impl fmt::Debug for RetryBudget {
 }
 
 impl RetryBudgetBuilder {
-    /// Fraction of ordinary requests that may be retried, in (0, 1] (default 0.1).
-    ///
-    /// Applied in millionths: the effective ratio is the ratio rounded down to
-    /// 6 decimal places.
-    pub fn ratio(mut self, r: f64) -> Self {
-        self.settings.ratio = r;
-        self
-    }
-
-    /// Length of the sliding window, 1 s ..= 1 h (default 10 s).
-    pub fn window(mut self, w: Duration) -> Self {
-        self.settings.window = w;
-        self
-    }
-
-    /// Retries granted per window even with no traffic; any `u32`, including 0 (default 10).
-    pub fn reserve(mut self, retries_per_window: u32) -> Self {
-        self.settings.reserve = retries_per_window;
-        self
-    }
-
-    /// Give each scope its own window (default `false`: one window for the whole
-    /// client, by design — a budget protects the caller's fleet as a whole). As a
-    /// gate, the scope is the request's authority (scheme, host, port; see
-    /// [`GateScope::authority`]), so one sick service cannot spend another's
-    /// retries.
-    ///
-    /// At most 1024 scopes have their own window. Past that a new scope takes the
-    /// place of the least recently used one whose window is empty; when none is,
-    /// the new scope is not tracked and its retries are granted — never charged to
-    /// another scope's window.
-    pub fn per_host(mut self, yes: bool) -> Self {
-        self.settings.per_host = yes;
-        self
-    }
-
     /// Validate the settings and build the budget.
     pub fn build(self) -> Result<RetryBudget, InvalidBudget> {
         self.validate()?;

@@ -32,6 +32,7 @@ mod budget;
 mod gates;
 mod per_authority;
 pub(crate) mod ratio;
+mod settings;
 mod throttle;
 pub(crate) mod window;
 

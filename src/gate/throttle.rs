@@ -11,15 +11,12 @@ use rand::{Rng, SeedableRng};
 use crate::attempt_log::AttemptOutcome;
 use crate::gate::per_authority::PerAuthority;
 use crate::gate::ratio::{whole, Millionths, SCALE};
+use crate::gate::settings::gate_settings;
 use crate::gate::window::{counts, Counts, Epochs, Window};
 use crate::gate::{Gate, GateRefusal, GateScope};
 
 const NAME: &str = "adaptive_throttle";
 
-pub(crate) const DEFAULT_K: f64 = 2.0;
-pub(crate) const DEFAULT_WINDOW: Duration = Duration::from_secs(5);
-pub(crate) const DEFAULT_MIN_REQUESTS: u32 = 20;
-pub(crate) const DEFAULT_MAX_REJECTION: f64 = 0.8;
 const MIN_WINDOW: Duration = Duration::from_millis(500);
 const MAX_WINDOW: Duration = Duration::from_secs(3600);
 const MAX_K: f64 = 1000.0;
@@ -105,21 +102,44 @@ pub struct AdaptiveThrottle {
     inner: Arc<Inner>,
 }
 
-/// A throttle's settings, as the builder holds them and the built throttle keeps them.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Settings {
-    k: f64,
-    window: Duration,
-    min_requests: u32,
-    max_rejection: f64,
-    per_host: bool,
-    seed: Option<u64>,
+gate_settings! {
+    /// A throttle's settings, as the builder holds them and the built throttle keeps them.
+    struct Settings for AdaptiveThrottle, AdaptiveThrottleBuilder {
+        /// The multiplier K in [1, 1000] (default 2). Lower rejects earlier: K = 1.1
+        /// starts once about 10 % of requests fail. Applied in millionths, rounded down.
+        k: f64 = 2.0
+            => /// The multiplier K.
+            k;
+        /// The window over which requests and accepts are counted, 500 ms ..= 1 h
+        /// (default 5 s), in 10 buckets of a tenth each. The throttle forgets an
+        /// outage one window after its last failure.
+        window: Duration = Duration::from_secs(5)
+            => /// The window over which requests and accepts are counted.
+            window;
+        /// Requests (sent attempts) in the window below which the throttle never
+        /// rejects (default 20; 0 applies the formula from the first failure).
+        min_requests: u32 = 20
+            => /// Requests in the window below which the throttle never rejects.
+            min_requests;
+        /// The highest rejection probability, in [0, 1) (default 0.8): at least this
+        /// complement of the attempts always goes out to test the service. Applied in
+        /// millionths, rounded down.
+        max_rejection_probability: f64 = 0.8
+            => /// The highest rejection probability.
+            max_rejection_probability;
+        /// Give each authority (scheme, host, port) its own window (default `true`).
+        per_host: bool = true
+            => /// Whether each authority has its own window.
+            is_per_host;
+    }
 }
 
 /// Builder for [`AdaptiveThrottle`]; setters never fail, [`build`](Self::build) validates.
 #[derive(Debug, Clone)]
 pub struct AdaptiveThrottleBuilder {
     settings: Settings,
+    /// Consumed by `build`: the throttle keeps its random source, not the seed.
+    seed: Option<u64>,
 }
 
 /// Why an [`AdaptiveThrottleBuilder`] could not build a throttle.
@@ -180,14 +200,8 @@ impl AdaptiveThrottle {
     /// A builder starting from the defaults (see [`AdaptiveThrottle`]'s Defaults).
     pub fn builder() -> AdaptiveThrottleBuilder {
         AdaptiveThrottleBuilder {
-            settings: Settings {
-                k: DEFAULT_K,
-                window: DEFAULT_WINDOW,
-                min_requests: DEFAULT_MIN_REQUESTS,
-                max_rejection: DEFAULT_MAX_REJECTION,
-                per_host: true,
-                seed: None,
-            },
+            settings: Settings::default(),
+            seed: None,
         }
     }
 
@@ -208,31 +222,6 @@ impl AdaptiveThrottle {
             .map_or_else(Traffic::default, |w| w.sum(epoch));
         drop(windows);
         rejection_probability(counts, inner.rule).get() as f64 / SCALE as f64
-    }
-
-    /// The multiplier K.
-    pub fn k(&self) -> f64 {
-        self.inner.settings.k
-    }
-
-    /// The window over which requests and accepts are counted.
-    pub fn window(&self) -> Duration {
-        self.inner.settings.window
-    }
-
-    /// Requests in the window below which the throttle never rejects.
-    pub fn min_requests(&self) -> u32 {
-        self.inner.settings.min_requests
-    }
-
-    /// The highest rejection probability.
-    pub fn max_rejection_probability(&self) -> f64 {
-        self.inner.settings.max_rejection
-    }
-
-    /// Whether each authority has its own window.
-    pub fn is_per_host(&self) -> bool {
-        self.inner.settings.per_host
     }
 }
 
@@ -305,45 +294,9 @@ impl fmt::Debug for AdaptiveThrottle {
 }
 
 impl AdaptiveThrottleBuilder {
-    /// The multiplier K in [1, 1000] (default 2). Lower rejects earlier: K = 1.1
-    /// starts once about 10 % of requests fail. Applied in millionths, rounded down.
-    pub fn k(mut self, k: f64) -> Self {
-        self.settings.k = k;
-        self
-    }
-
-    /// The window over which requests and accepts are counted, 500 ms ..= 1 h
-    /// (default 5 s), in 10 buckets of a tenth each. The throttle forgets an
-    /// outage one window after its last failure.
-    pub fn window(mut self, window: Duration) -> Self {
-        self.settings.window = window;
-        self
-    }
-
-    /// Requests (sent attempts) in the window below which the throttle never
-    /// rejects (default 20; 0 applies the formula from the first failure).
-    pub fn min_requests(mut self, requests: u32) -> Self {
-        self.settings.min_requests = requests;
-        self
-    }
-
-    /// The highest rejection probability, in [0, 1) (default 0.8): at least this
-    /// complement of the attempts always goes out to test the service. Applied in
-    /// millionths, rounded down.
-    pub fn max_rejection_probability(mut self, probability: f64) -> Self {
-        self.settings.max_rejection = probability;
-        self
-    }
-
-    /// Give each authority (scheme, host, port) its own window (default `true`).
-    pub fn per_host(mut self, yes: bool) -> Self {
-        self.settings.per_host = yes;
-        self
-    }
-
     /// Seed the random draws, for repeatable tests and benchmarks.
     pub fn seed(mut self, seed: u64) -> Self {
-        self.settings.seed = Some(seed);
+        self.seed = Some(seed);
         self
     }
 
@@ -359,22 +312,24 @@ impl AdaptiveThrottleBuilder {
         if !(MIN_WINDOW..=MAX_WINDOW).contains(&s.window) {
             return Err(InvalidThrottle::Window(s.window));
         }
-        if !(s.max_rejection.is_finite() && (0.0..1.0).contains(&s.max_rejection)) {
-            return Err(InvalidThrottle::MaxRejection(s.max_rejection));
+        if !(s.max_rejection_probability.is_finite()
+            && (0.0..1.0).contains(&s.max_rejection_probability))
+        {
+            return Err(InvalidThrottle::MaxRejection(s.max_rejection_probability));
         }
         Ok(self.build_unchecked(Instant::now()))
     }
 
     fn build_unchecked(self, origin: Instant) -> AdaptiveThrottle {
         let s = self.settings;
-        let seed = s.seed.unwrap_or_else(|| rand::rng().random());
+        let seed = self.seed.unwrap_or_else(|| rand::rng().random());
         AdaptiveThrottle {
             inner: Arc::new(Inner {
                 settings: s,
                 rule: Rule {
                     k: Millionths::floor(s.k, MAX_K as u64),
                     min_requests: u64::from(s.min_requests),
-                    max_rejection: Millionths::floor(s.max_rejection, 1),
+                    max_rejection: Millionths::floor(s.max_rejection_probability, 1),
                 },
                 epochs: Epochs::new(origin, s.window),
                 windows: PerAuthority::new(s.per_host, StdRng::seed_from_u64(seed)),

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use crate::attempt_log::AttemptOutcome;
 use crate::gate::per_authority::PerAuthority;
 use crate::gate::ratio::Millionths;
+use crate::gate::settings::gate_settings;
 use crate::gate::window::Epochs;
 use crate::gate::{Gate, GateRefusal, GateScope, RetryCause};
 
@@ -21,13 +22,6 @@ use trip::{Tally, TripRule};
 const NAME: &str = "circuit_breaker";
 /// Target of the state-change events.
 const TARGET: &str = "reqwest_resilience::breaker";
-
-pub(crate) const DEFAULT_FAILURE_RATIO: f64 = 0.5;
-pub(crate) const DEFAULT_SAMPLING_DURATION: Duration = Duration::from_secs(5);
-pub(crate) const DEFAULT_MINIMUM_THROUGHPUT: u32 = 50;
-pub(crate) const DEFAULT_BREAK_DURATION: Duration = Duration::from_secs(5);
-pub(crate) const DEFAULT_PROBES: u32 = 1;
-pub(crate) const DEFAULT_SLOW_CALL_DURATION: Option<Duration> = None;
 
 const MIN_SAMPLING: Duration = Duration::from_millis(500);
 const MAX_SAMPLING: Duration = Duration::from_secs(3600);
@@ -139,16 +133,55 @@ pub struct CircuitBreaker {
     inner: Arc<Inner>,
 }
 
-/// A breaker's settings, as the builder holds them and the built breaker keeps them.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Settings {
-    failure_ratio: f64,
-    sampling_duration: Duration,
-    minimum_throughput: u32,
-    break_duration: Duration,
-    probes: u32,
-    per_host: bool,
-    slow_call_duration: Option<Duration>,
+gate_settings! {
+    /// A breaker's settings, as the builder holds them and the built breaker keeps them.
+    struct Settings for CircuitBreaker, CircuitBreakerBuilder {
+        /// Failure ratio in (0, 1] at or above which a circuit opens (default 0.5).
+        /// Applied in millionths, rounded down.
+        failure_ratio: f64 = 0.5
+            => /// The failure ratio at or above which a circuit opens.
+            failure_ratio;
+        /// Window over which the ratio is measured, 500 ms ..= 1 h (default 5 s),
+        /// counted in 10 buckets of a tenth each.
+        sampling_duration: Duration = Duration::from_secs(5)
+            => /// The window over which the ratio is measured.
+            sampling_duration;
+        /// Attempts needed within the window before a circuit may open, at least 2
+        /// (default 50). An authority with less traffic never opens its circuit.
+        minimum_throughput: u32 = 50
+            => /// Attempts needed in the window before a circuit may open.
+            minimum_throughput;
+        /// How long an open circuit refuses before a probe, 10 ms ..= 24 h (default 5 s).
+        break_duration: Duration = Duration::from_secs(5)
+            => /// How long a circuit stays open before a probe.
+            break_duration;
+        /// Probes admitted at once in half-open, at least 1 (default 1). A probe whose
+        /// outcome never arrives stops counting after one break duration (or the slow
+        /// call duration, when shorter).
+        probes: u32 = 1
+            => /// Probes admitted at once in half-open.
+            probes;
+        /// Give each authority (scheme, host, port) its own circuit (default `true`).
+        /// Up to 1024 are tracked; past that a new one takes the place of the least
+        /// recently used idle circuit, or, when none is idle, is admitted untracked —
+        /// never put into another's circuit.
+        per_host: bool = true
+            => /// Whether each authority has its own circuit.
+            is_per_host;
+        /// Count an attempt that took at least this long as a failure, whatever it
+        /// answered; count first attempts still outstanding that long as failed
+        /// attempts toward opening, before they answer (tracked in whole slots of a
+        /// tenth of the sampling duration); and let a probe hold its slot at most that
+        /// long (default: off, 10 ms ..= 24 h when set). Off by default because a slow success is still a
+        /// success for a payment API that is merely busy; turn it on for a service
+        /// whose outages show as slow errors (a gateway answering 503 after its own
+        /// timeout), so that they count as soon as they end rather than never.
+        slow_call_duration: Option<Duration> = None
+            => /// An attempt that takes at least this long counts as a failure, and a probe
+            /// holds its slot at most this long; `None` when slow attempts count by their
+            /// outcome alone.
+            slow_call_duration;
+    }
 }
 
 /// Builder for [`CircuitBreaker`]; setters never fail, [`build`](Self::build) validates.
@@ -337,15 +370,7 @@ impl CircuitBreaker {
     /// A builder starting from the defaults (see [`CircuitBreaker`]'s Defaults).
     pub fn builder() -> CircuitBreakerBuilder {
         CircuitBreakerBuilder {
-            settings: Settings {
-                failure_ratio: DEFAULT_FAILURE_RATIO,
-                sampling_duration: DEFAULT_SAMPLING_DURATION,
-                minimum_throughput: DEFAULT_MINIMUM_THROUGHPUT,
-                break_duration: DEFAULT_BREAK_DURATION,
-                probes: DEFAULT_PROBES,
-                per_host: true,
-                slow_call_duration: DEFAULT_SLOW_CALL_DURATION,
-            },
+            settings: Settings::default(),
         }
     }
 
@@ -387,43 +412,6 @@ impl CircuitBreaker {
         circuits.clear();
         drop(circuits);
         tracing::info!(target: TARGET, gate = NAME, authority = "*", from = "any", to = "closed", "circuit reset by hand");
-    }
-
-    /// The failure ratio at or above which a circuit opens.
-    pub fn failure_ratio(&self) -> f64 {
-        self.inner.settings.failure_ratio
-    }
-
-    /// The window over which the ratio is measured.
-    pub fn sampling_duration(&self) -> Duration {
-        self.inner.settings.sampling_duration
-    }
-
-    /// Attempts needed in the window before a circuit may open.
-    pub fn minimum_throughput(&self) -> u32 {
-        self.inner.settings.minimum_throughput
-    }
-
-    /// How long a circuit stays open before a probe.
-    pub fn break_duration(&self) -> Duration {
-        self.inner.settings.break_duration
-    }
-
-    /// Probes admitted at once in half-open.
-    pub fn probes(&self) -> u32 {
-        self.inner.settings.probes
-    }
-
-    /// Whether each authority has its own circuit.
-    pub fn is_per_host(&self) -> bool {
-        self.inner.settings.per_host
-    }
-
-    /// An attempt that takes at least this long counts as a failure, and a probe
-    /// holds its slot at most this long; `None` when slow attempts count by their
-    /// outcome alone.
-    pub fn slow_call_duration(&self) -> Option<Duration> {
-        self.inner.settings.slow_call_duration
     }
 }
 
@@ -504,63 +492,6 @@ impl fmt::Debug for CircuitBreaker {
 }
 
 impl CircuitBreakerBuilder {
-    /// Failure ratio in (0, 1] at or above which a circuit opens (default 0.5).
-    /// Applied in millionths, rounded down.
-    pub fn failure_ratio(mut self, ratio: f64) -> Self {
-        self.settings.failure_ratio = ratio;
-        self
-    }
-
-    /// Window over which the ratio is measured, 500 ms ..= 1 h (default 5 s),
-    /// counted in 10 buckets of a tenth each.
-    pub fn sampling_duration(mut self, window: Duration) -> Self {
-        self.settings.sampling_duration = window;
-        self
-    }
-
-    /// Attempts needed within the window before a circuit may open, at least 2
-    /// (default 50). An authority with less traffic never opens its circuit.
-    pub fn minimum_throughput(mut self, attempts: u32) -> Self {
-        self.settings.minimum_throughput = attempts;
-        self
-    }
-
-    /// How long an open circuit refuses before a probe, 10 ms ..= 24 h (default 5 s).
-    pub fn break_duration(mut self, duration: Duration) -> Self {
-        self.settings.break_duration = duration;
-        self
-    }
-
-    /// Probes admitted at once in half-open, at least 1 (default 1). A probe whose
-    /// outcome never arrives stops counting after one break duration (or the slow
-    /// call duration, when shorter).
-    pub fn probes(mut self, probes: u32) -> Self {
-        self.settings.probes = probes;
-        self
-    }
-
-    /// Give each authority (scheme, host, port) its own circuit (default `true`).
-    /// Up to 1024 are tracked; past that a new one takes the place of the least
-    /// recently used idle circuit, or, when none is idle, is admitted untracked —
-    /// never put into another's circuit.
-    pub fn per_host(mut self, yes: bool) -> Self {
-        self.settings.per_host = yes;
-        self
-    }
-
-    /// Count an attempt that took at least `duration` as a failure, whatever it
-    /// answered; count first attempts still outstanding that long as failed
-    /// attempts toward opening, before they answer (tracked in whole slots of a
-    /// tenth of the sampling duration); and let a probe hold its slot at most that
-    /// long (default: off, 10 ms ..= 24 h when set). Off by default because a slow success is still a
-    /// success for a payment API that is merely busy; turn it on for a service
-    /// whose outages show as slow errors (a gateway answering 503 after its own
-    /// timeout), so that they count as soon as they end rather than never.
-    pub fn slow_call_duration(mut self, duration: Option<Duration>) -> Self {
-        self.settings.slow_call_duration = duration;
-        self
-    }
-
     /// Validate the settings and build the breaker.
     ///
     /// # Errors
