@@ -7,11 +7,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::contract::{Gate, GateRefusal, GateScope, RetryCause};
 use super::per_authority::PerAuthority;
 use super::ratio::{whole, Millionths};
 use super::settings::gate_settings;
 use super::window::{counts, Counts, Epochs, Window};
-use super::{Gate, GateRefusal, GateScope, RetryCause};
 
 const MIN_WINDOW: Duration = Duration::from_secs(1);
 const MAX_WINDOW: Duration = Duration::from_secs(3600);

@@ -10,9 +10,9 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use super::{
-    admit_all, authority, cancel_all, tell_all, Gate, GateRefusal, GateScope, RetryBudget,
-};
+use super::authority;
+use super::budget::RetryBudget;
+use super::contract::{admit_all, cancel_all, refused, tell_all, Gate, GateRefusal, GateScope};
 use crate::attempt_log::AttemptOutcome;
 
 /// The gates of one policy, shared by its clones.
@@ -75,7 +75,7 @@ impl Gates {
         match &self.budget {
             Some(budget) => budget
                 .admit(scope)
-                .map_err(|refusal| super::refused(&self.user, scope, refusal)),
+                .map_err(|refusal| refused(&self.user, scope, refusal)),
             None => Ok(()),
         }
     }

@@ -9,11 +9,11 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::attempt_log::AttemptOutcome;
+use crate::gate::contract::{Gate, GateRefusal, GateScope};
 use crate::gate::per_authority::PerAuthority;
 use crate::gate::ratio::{whole, Millionths, SCALE};
 use crate::gate::settings::gate_settings;
 use crate::gate::window::{counts, Counts, Epochs, Window};
-use crate::gate::{Gate, GateRefusal, GateScope};
 
 const NAME: &str = "adaptive_throttle";
 

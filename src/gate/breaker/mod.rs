@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::attempt_log::AttemptOutcome;
+use crate::gate::contract::{Gate, GateRefusal, GateScope, RetryCause};
 use crate::gate::per_authority::PerAuthority;
 use crate::gate::ratio::Millionths;
 use crate::gate::settings::gate_settings;
 use crate::gate::window::Epochs;
-use crate::gate::{Gate, GateRefusal, GateScope, RetryCause};
 
 mod phases;
 mod trip;
