@@ -39,7 +39,7 @@ pub(super) fn header_name(setting: &'static str, name: &str) -> Result<HeaderNam
     })
 }
 
-/// A setting that makes no sense, found by [`RetryPolicyBuilder::build`].
+/// A setting that makes no sense, found by [`RetryPolicyBuilder::build`](crate::RetryPolicyBuilder::build).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {
@@ -94,7 +94,7 @@ pub enum BuildError {
     /// The key and the request id would overwrite each other.
     #[error("key_header and request_id_header are both {0:?}")]
     SameHeaderNames(String),
-    /// A [`Hedging`] setting makes no sense.
+    /// A [`Hedging`](crate::Hedging) setting makes no sense.
     #[error("{setting} {problem}")]
     Hedging {
         /// Which setting (`hedging.max_copies`, `hedging.percentile`…).
