@@ -32,7 +32,7 @@ use crate::attempt_log::{AttemptLog, EndNotRecorded};
 use crate::deadline::Deadline;
 use crate::decision::{self, Ended, Facts, Next};
 use crate::error::{Error, GiveUpContext, GiveUpReason, LastResult};
-use crate::gate::{self, GateScope};
+use crate::gate::GateScope;
 use crate::idempotency::IdempotencyKey;
 use crate::ids::RequestId;
 use crate::observer::{IntentEnd, IntentObserver, Observers, RetryScheduled};
@@ -110,7 +110,7 @@ impl<T: Transport> Ready<T> {
 
             // 2. Admission of the first attempt.
             let admitted = {
-                let authority = prepared.authority();
+                let authority = policy.gates.authority_of(prepared.requests.url());
                 let admission = GateScope {
                     host: prepared.host(),
                     authority: &authority,
@@ -119,7 +119,7 @@ impl<T: Transport> Ready<T> {
                     retry_cause: None,
                     attempt_duration: Duration::ZERO,
                 };
-                gate::admit_all(&policy.gates, &admission)
+                policy.gates.admit(&admission)
             };
             if let Err(refusal) = admitted {
                 // DEBUG: an open breaker refuses every intent; the breaker itself logs
@@ -350,7 +350,7 @@ async fn attempt_loop<T: Transport>(
 
         // 7. Do the gates admit the retry? Then pause.
         let admitted = {
-            let authority = intent.authority();
+            let authority = policy.gates.authority_of(intent.requests.url());
             let scope = GateScope {
                 host: intent.host(),
                 authority: &authority,
@@ -359,7 +359,7 @@ async fn attempt_loop<T: Transport>(
                 retry_cause: Some(cause),
                 attempt_duration: Duration::ZERO,
             };
-            gate::admit_all(&policy.gates, &scope)
+            policy.gates.admit(&scope)
         };
         if let Err(refusal) = admitted {
             return Err(state.refused(policy, refusal, last, verdict.retry_after));

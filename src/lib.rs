@@ -168,10 +168,7 @@
 
 mod attempt_log;
 mod attempt_timeout;
-mod authority;
 mod backoff;
-mod breaker;
-mod budget;
 mod classify;
 mod client;
 mod clock;
@@ -190,15 +187,12 @@ mod options;
 mod outgoing;
 mod policy;
 mod prepared;
-mod ratio;
 mod retry_after;
 mod sleeper;
 mod telemetry;
 mod template;
-mod throttle;
 mod transport;
 mod whole_body;
-mod window;
 mod write_ahead;
 
 #[cfg(feature = "serde")]
@@ -219,8 +213,6 @@ pub use attempt_log::{
     ScheduledDelay,
 };
 pub use backoff::{Backoff, Delays};
-pub use breaker::{CircuitBreaker, CircuitBreakerBuilder, CircuitState, InvalidBreaker};
-pub use budget::{InvalidBudget, RetryBudget, RetryBudgetBuilder};
 pub use classify::{is_idempotent_method, AttemptResult, AttemptView, Classifier, StatusSet};
 pub use client::{RequestBuilder, ResilientClient, MAX_CONNECT_TIMEOUT};
 pub use clock::{Clock, SystemClock, VirtualClock};
@@ -228,7 +220,11 @@ pub use commit_unknown::CommitOutcomeUnknown;
 pub use decision::Decision;
 pub use error::{BoxError, Error, GiveUpReason};
 pub use failure::TransportFailure;
-pub use gate::{Gate, GateRefusal, GateScope, RetryCause};
+pub use gate::{
+    AdaptiveThrottle, AdaptiveThrottleBuilder, CircuitBreaker, CircuitBreakerBuilder, CircuitState,
+    Gate, GateRefusal, GateScope, InvalidBreaker, InvalidBudget, InvalidThrottle, RetryBudget,
+    RetryBudgetBuilder, RetryCause,
+};
 pub use hedge::Hedging;
 pub use idempotency::{IdempotencyKey, InvalidKey, KeyAttachment, KeyFormat, MAX_KEY_LEN};
 pub use ids::RequestId;
@@ -242,7 +238,6 @@ pub use retry_after::{
     parse_retry_after, parse_retry_after_bytes, retry_after_of, RETRY_AFTER_SATURATION,
 };
 pub use sleeper::{RecordingSleeper, Sleep, Sleeper, TokioSleeper};
-pub use throttle::{AdaptiveThrottle, AdaptiveThrottleBuilder, InvalidThrottle};
 pub use whole_body::DEFAULT_WHOLE_BODY_LIMIT;
 pub use write_ahead::{IntentStart, WriteAhead, WriteAheadFuture};
 

@@ -24,9 +24,10 @@ use crate::clock::SystemClock;
 use crate::deadline::Deadline;
 use crate::decision::{self, Next};
 use crate::error::GiveUpReason;
+use crate::gate::breaker;
 use crate::gate::RetryCause;
 use crate::hedge::{self, HedgeFacts, Step};
-use crate::{breaker, Backoff};
+use crate::Backoff;
 
 pub use crate::TransportFailure as Failure;
 
@@ -47,9 +48,9 @@ pub enum Mutation {
     HedgeAttemptsUsed,
     /// `hedge::may_hedge`: no copy without its useful window.
     HedgeTooLate,
-    /// `breaker::phases::step`: an open circuit refuses.
+    /// `gate::breaker::phases::step`: an open circuit refuses.
     BreakerOpenRefuses,
-    /// `breaker::phases::step`: a hedge goes only while closed.
+    /// `gate::breaker::phases::step`: a hedge goes only while closed.
     BreakerHedgeOnlyWhenClosed,
 }
 
@@ -493,7 +494,7 @@ pub fn may_copy(facts: CopyFacts, mutations: Mutations) -> Result<(), NoCopy> {
 
 // ---- the breaker's phases ----
 
-/// A circuit's phase (`breaker::phases::Phase`), times since the origin.
+/// A circuit's phase (`gate::breaker::phases::Phase`), times since the origin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum BreakerPhase {
     /// Closed.
@@ -512,7 +513,7 @@ pub enum BreakerPhase {
     },
 }
 
-/// What happened to the circuit (`breaker::phases::Event`).
+/// What happened to the circuit (`gate::breaker::phases::Event`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BreakerEvent {
     /// An attempt asks to go.
@@ -541,7 +542,7 @@ pub struct BreakerRules {
     pub probe_lease: Duration,
 }
 
-/// `breaker::phases::step` at `now` (since the origin): the next phase, and for an
+/// `gate::breaker::phases::step` at `now` (since the origin): the next phase, and for an
 /// admission, go (`Ok`) or wait.
 pub fn breaker_step(
     phase: BreakerPhase,

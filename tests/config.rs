@@ -94,10 +94,10 @@ fn assert_full_policy(policy: &RetryPolicy) {
     );
     assert_eq!(policy.request_id_header().as_str(), "x-correlation-id");
     assert_eq!(policy.redacted_query_params(), ["api_key", "token"]);
-    assert_eq!(policy.budget().ratio(), 0.2);
-    assert_eq!(policy.budget().window(), 30 * S);
-    assert_eq!(policy.budget().reserve(), 5);
-    assert!(policy.budget().is_per_host());
+    assert_eq!(policy.budget().unwrap().ratio(), 0.2);
+    assert_eq!(policy.budget().unwrap().window(), 30 * S);
+    assert_eq!(policy.budget().unwrap().reserve(), 5);
+    assert!(policy.budget().unwrap().is_per_host());
     assert!(!policy.retry_conflict_when_keyed());
     assert_eq!(
         policy.key_attachment(),
@@ -158,12 +158,21 @@ fn an_empty_config_is_the_default_policy() {
     assert_eq!(policy.key_format(), default.key_format());
     assert_eq!(policy.key_header(), default.key_header());
     assert_eq!(policy.request_id_header(), default.request_id_header());
-    assert_eq!(policy.budget().ratio(), default.budget().ratio());
-    assert_eq!(policy.budget().window(), default.budget().window());
-    assert_eq!(policy.budget().reserve(), default.budget().reserve());
     assert_eq!(
-        policy.budget().is_per_host(),
-        default.budget().is_per_host()
+        policy.budget().unwrap().ratio(),
+        default.budget().unwrap().ratio()
+    );
+    assert_eq!(
+        policy.budget().unwrap().window(),
+        default.budget().unwrap().window()
+    );
+    assert_eq!(
+        policy.budget().unwrap().reserve(),
+        default.budget().unwrap().reserve()
+    );
+    assert_eq!(
+        policy.budget().unwrap().is_per_host(),
+        default.budget().unwrap().is_per_host()
     );
     for method in [Method::GET, Method::POST, Method::PUT, Method::PATCH] {
         assert_eq!(
@@ -456,14 +465,17 @@ fn status_codes_must_be_http_statuses() {
 #[test]
 fn an_unlimited_budget() {
     let policy = toml_config("budget = \"unlimited\"").build().unwrap();
-    assert_eq!(
-        policy.budget().available_at("any", Instant::now()),
-        u64::MAX
-    );
+    assert!(policy.budget().is_none(), "no budget gate at all");
     let limited = toml_config("[budget]\nreserve = 0").build().unwrap();
-    assert_eq!(limited.budget().available_at("any", Instant::now()), 0);
     assert_eq!(
-        limited.budget().ratio(),
+        limited
+            .budget()
+            .unwrap()
+            .available_at("any", Instant::now()),
+        0
+    );
+    assert_eq!(
+        limited.budget().unwrap().ratio(),
         0.1,
         "unset budget keys keep defaults"
     );
@@ -723,7 +735,7 @@ fn one_call_layers_a_file_under_environment_overrides() {
     let policy = layered.build().unwrap();
     // From the environment:
     assert_eq!(policy.max_attempts(), 2);
-    assert_eq!(policy.budget().ratio(), 0.5);
+    assert_eq!(policy.budget().unwrap().ratio(), 0.5);
     // The file's strategy and cap, with the environment's base:
     assert_eq!(policy.backoff(), Backoff::decorrelated_jitter(20 * MS, S));
     // Everything else from the file:
@@ -759,18 +771,11 @@ fn one_call_layers_a_file_under_environment_overrides() {
         .clone()
         .overridden_by_env_vars("P", vars(&[("P_BUDGET", "unlimited")]))
         .unwrap();
-    assert_eq!(
-        unlimited
-            .build()
-            .unwrap()
-            .budget()
-            .available_at("h", Instant::now()),
-        u64::MAX
-    );
+    assert!(unlimited.build().unwrap().budget().is_none());
     let limited = toml_config("budget = \"unlimited\"")
         .overridden_by_env_vars("P", vars(&[("P_BUDGET_RATIO", "0.3")]))
         .unwrap();
-    assert_eq!(limited.build().unwrap().budget().ratio(), 0.3);
+    assert_eq!(limited.build().unwrap().budget().unwrap().ratio(), 0.3);
 
     // Errors name the variable for what the environment set, the path for the file's.
     let error = file
@@ -824,7 +829,7 @@ fn environment_special_values() {
     )
     .unwrap();
     let policy = config.build().unwrap();
-    assert_eq!(policy.budget().available_at("h", Instant::now()), u64::MAX);
+    assert!(policy.budget().is_none());
     assert_eq!(policy.transient_statuses().iter().count(), 0);
     assert_eq!(policy.attempt_timeout(), None);
     assert_eq!(
@@ -955,11 +960,11 @@ fn code_can_replace_the_configured_budget() {
         .budget(shared.clone())
         .build()
         .unwrap();
-    assert_eq!(policy.budget().ratio(), 0.5);
+    assert_eq!(policy.budget().unwrap().ratio(), 0.5);
     // The policy holds the shared budget itself, not a copy of its settings.
     shared.deposit("h");
     shared.deposit("h");
-    assert!(policy.budget().try_withdraw("h"));
+    assert!(policy.budget().unwrap().try_withdraw("h"));
     assert!(
         !shared.try_withdraw("h"),
         "one retry for two requests at 50%"

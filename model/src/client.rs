@@ -36,7 +36,7 @@
 //! - `Backoff::delay` (at either end of its jitter range);
 //! - `hedge::after_copy`, `hedge::may_hedge` and `hedge::hold`: what a copy's end
 //!   means, whether a copy may go, and the race's `Retry-After` hold;
-//! - `breaker::phases::step`: every admission, end, cancellation and refusal.
+//! - `gate::breaker::phases::step`: every admission, end, cancellation and refusal.
 //!
 //! # The rules the model copies
 //! - the loop's order of steps (admission → write-ahead → attempts → end), and the

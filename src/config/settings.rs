@@ -143,7 +143,7 @@ settings_table! {
     /// );
     /// assert_eq!(policy.deadline(), Some(Duration::from_secs(5)));
     /// assert_eq!(policy.attempt_timeout(), Some(Duration::from_millis(1500)));
-    /// assert_eq!(policy.budget().ratio(), 0.2);
+    /// assert_eq!(policy.budget().map(|b| b.ratio()), Some(0.2));
     ///
     /// // A mistake names the setting to fix.
     /// let bad: RetryPolicyConfig = toml::from_str(

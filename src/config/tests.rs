@@ -46,11 +46,17 @@ const READ_BACK: &[(&str, Getter)] = &[
     ("backoff.base", |p| format!("{:?}", p.backoff())),
     ("backoff.cap", |p| format!("{:?}", p.backoff())),
     ("backoff.delay", |p| format!("{:?}", p.backoff())),
-    ("budget", |p| p.budget().ratio().to_string()),
-    ("budget.ratio", |p| p.budget().ratio().to_string()),
-    ("budget.window", |p| format!("{:?}", p.budget().window())),
-    ("budget.reserve", |p| p.budget().reserve().to_string()),
-    ("budget.per_host", |p| p.budget().is_per_host().to_string()),
+    ("budget", |p| format!("{:?}", p.budget().map(|b| b.ratio()))),
+    ("budget.ratio", |p| p.budget().unwrap().ratio().to_string()),
+    ("budget.window", |p| {
+        format!("{:?}", p.budget().unwrap().window())
+    }),
+    ("budget.reserve", |p| {
+        p.budget().unwrap().reserve().to_string()
+    }),
+    ("budget.per_host", |p| {
+        p.budget().unwrap().is_per_host().to_string()
+    }),
     ("hedging", |p| p.hedging().is_some().to_string()),
     ("hedging.delay", |p| {
         format!("{:?}", hedging_of(p).fixed_delay())

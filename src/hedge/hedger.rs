@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use super::rules::adaptive_delay;
 use super::Hedging;
-use crate::authority::{AuthorityMap, MAX_AUTHORITIES};
-use crate::budget::RetryBudget;
+use crate::gate::authority::{AuthorityMap, MAX_AUTHORITIES};
+use crate::gate::RetryBudget;
 
 /// Latency samples kept per authority: enough for a p99 to mean something, small
 /// enough to copy and select in on every hedge-eligible intent.

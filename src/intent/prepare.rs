@@ -150,7 +150,7 @@ impl<T: Transport> Prepared<T> {
 
     /// What per-authority gates key by (see `authority::of`).
     pub(super) fn authority(&self) -> std::borrow::Cow<'_, str> {
-        crate::authority::of(self.requests.url())
+        crate::gate::authority::of(self.requests.url())
     }
 
     /// Sends `attempt`'s request as `outgoing::dress` writes it, with the

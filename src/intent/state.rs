@@ -10,7 +10,7 @@ use super::prepare::{Attempt, Prepared};
 use crate::attempt_log::{AttemptLog, AttemptRecord};
 use crate::classify::{classify_result, Verdict};
 use crate::error::{Error, GiveUpContext, GiveUpReason, LastResult};
-use crate::gate::{self, GateRefusal, GateScope};
+use crate::gate::{GateRefusal, GateScope};
 use crate::ids::RequestId;
 use crate::observer::{AttemptFinished, Observers};
 use crate::policy::PolicyInner;
@@ -92,21 +92,20 @@ impl LoopState {
             duration: ended.saturating_duration_since(attempt.started),
             delay_after: None,
         });
-        let authority = crate::authority::of(url);
-        let scope = GateScope {
-            host: url.host_str().unwrap_or(""),
-            authority: &authority,
-            now: ended,
-            attempt: attempt.number,
-            retry_cause: None,
-            attempt_duration: ended.saturating_duration_since(attempt.started),
-        };
-        gate::tell_all(
-            &policy.gates,
-            &scope,
-            &verdict.outcome,
-            verdict.struggling(),
-        );
+        if policy.gates.hear_outcomes() {
+            let authority = policy.gates.authority_of(url);
+            let scope = GateScope {
+                host: url.host_str().unwrap_or(""),
+                authority: &authority,
+                now: ended,
+                attempt: attempt.number,
+                retry_cause: None,
+                attempt_duration: ended.saturating_duration_since(attempt.started),
+            };
+            policy
+                .gates
+                .tell(&scope, &verdict.outcome, verdict.struggling());
+        }
         if let (false, Some(record)) = (observers.is_empty(), self.log.last()) {
             observers.attempt_finished(&AttemptFinished {
                 intent_id,

@@ -51,7 +51,7 @@ async fn stress_2000_intents_at_concurrency_200_with_30_percent_faults() {
         .rng_seed(0x57E5)
         .build()
         .unwrap();
-    let budget = policy.budget().clone();
+    let budget = policy.budget().expect("the default budget").clone();
     let client = ResilientClient::with_policy(policy);
     let url = server.at("/payments");
 

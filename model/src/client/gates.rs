@@ -1,5 +1,5 @@
 //! The gates in front of the attempts: the circuit breaker (the crate's own
-//! `breaker::phases::step`) and the retry budget (other intents may have drained it:
+//! `gate::breaker::phases::step`) and the retry budget (other intents may have drained it:
 //! a choice of the model), and what other intents do to the breaker meanwhile.
 
 use reqwest_resilience::model_rules::{self, BreakerEvent, BreakerPhase};

@@ -22,7 +22,7 @@ impl Race<'_, '_> {
         now: Instant,
     ) -> Result<(), gate::GateRefusal> {
         let url = intent.requests.url();
-        let authority = crate::authority::of(url);
+        let authority = self.policy.gates.authority_of(url);
         let scope = GateScope {
             host: url.host_str().unwrap_or(""),
             authority: &authority,
@@ -31,7 +31,7 @@ impl Race<'_, '_> {
             retry_cause: Some(cause),
             attempt_duration: Duration::ZERO,
         };
-        gate::admit_all(&self.policy.gates, &scope)
+        self.policy.gates.admit(&scope)
     }
 
     /// Every gate admitted copy `number`, and it was not sent after all.
@@ -43,7 +43,7 @@ impl Race<'_, '_> {
         now: Instant,
     ) {
         let url = intent.requests.url();
-        let authority = crate::authority::of(url);
+        let authority = self.policy.gates.authority_of(url);
         let scope = GateScope {
             host: url.host_str().unwrap_or(""),
             authority: &authority,
@@ -52,9 +52,7 @@ impl Race<'_, '_> {
             retry_cause: Some(cause),
             attempt_duration: Duration::ZERO,
         };
-        for gate in self.policy.gates.iter().rev() {
-            gate.not_sent(&scope);
-        }
+        self.policy.gates.not_sent(&scope);
     }
 
     /// Another copy won: every copy still running is cancelled (its future
@@ -82,7 +80,7 @@ impl Race<'_, '_> {
                 retry_cause: copy.cause,
                 attempt_duration: ran,
             };
-            gate::cancel_all(&self.policy.gates, &scope);
+            self.policy.gates.cancel(&scope);
             log.push(AttemptRecord {
                 number: copy.attempt.number,
                 request_id: copy.attempt.request_id,

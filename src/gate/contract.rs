@@ -1,23 +1,6 @@
-//! Gates: the one place that may hold back an attempt the policy would send.
-//!
-//! Max attempts and the deadline bound one intent. They do nothing for the service
-//! when *every* intent is failing: each still makes its full share of attempts, and
-//! an outage turns into a retry storm. A gate sees all intents of a policy. The loop
-//! asks it before every attempt — the first one before anything else happens (no
-//! observer has written anything yet), every retry after the policy decided it is
-//! useful and before the pause — and tells it how every attempt ended.
-//!
-//! The default gate is the [`RetryBudget`](crate::RetryBudget) (retries at most a
-//! fraction of requests; it never refuses a first attempt). A circuit breaker, an
-//! adaptive throttle or a per-tenant quota plug in the same way, through
-//! [`RetryPolicyBuilder::gate`](crate::RetryPolicyBuilder::gate); each refusal
-//! names the gate that refused.
-//!
-//! A protection must never cause an outage of its own. So a gate that admitted an
-//! attempt another gate then refused hears that nothing was sent
-//! ([`Gate::not_sent`]), per-service state is keyed by authority
-//! ([`GateScope::authority`]), and the crate's gates never refuse on another
-//! authority's record.
+//! The gate contract: what a gate is asked and told ([`Gate`]), where and when
+//! ([`GateScope`], [`RetryCause`]), what it says when it refuses ([`GateRefusal`]),
+//! and how a list of gates is asked in order.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -126,21 +109,31 @@ pub trait Gate: Send + Sync + 'static {
 
 /// Asks every gate, in order, until one refuses; the gates that admitted before
 /// the refusal hear that nothing is sent.
-pub(crate) fn admit_all(gates: &[Arc<dyn Gate>], scope: &GateScope<'_>) -> Result<(), GateRefusal> {
+pub(super) fn admit_all(gates: &[Arc<dyn Gate>], scope: &GateScope<'_>) -> Result<(), GateRefusal> {
     for (asked, gate) in gates.iter().enumerate() {
-        if let Err(mut refusal) = gate.admit(scope) {
-            for earlier in gates[..asked].iter().rev() {
-                earlier.not_sent(scope);
-            }
-            refusal.first_attempt = scope.retry_cause.is_none();
-            return Err(refusal);
+        if let Err(refusal) = gate.admit(scope) {
+            return Err(refused(&gates[..asked], scope, refusal));
         }
     }
     Ok(())
 }
 
+/// A gate refused: the gates that admitted before it (`earlier`) hear that
+/// nothing is sent, in reverse order.
+pub(super) fn refused(
+    earlier: &[Arc<dyn Gate>],
+    scope: &GateScope<'_>,
+    mut refusal: GateRefusal,
+) -> GateRefusal {
+    for gate in earlier.iter().rev() {
+        gate.not_sent(scope);
+    }
+    refusal.first_attempt = scope.retry_cause.is_none();
+    refusal
+}
+
 /// Tells every gate how an attempt ended.
-pub(crate) fn tell_all(
+pub(super) fn tell_all(
     gates: &[Arc<dyn Gate>],
     scope: &GateScope<'_>,
     outcome: &AttemptOutcome,
@@ -152,7 +145,7 @@ pub(crate) fn tell_all(
 }
 
 /// Tells every gate that an attempt was cancelled (a hedge's loser).
-pub(crate) fn cancel_all(gates: &[Arc<dyn Gate>], scope: &GateScope<'_>) {
+pub(super) fn cancel_all(gates: &[Arc<dyn Gate>], scope: &GateScope<'_>) {
     for gate in gates {
         gate.attempt_cancelled(scope);
     }

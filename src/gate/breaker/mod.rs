@@ -2,16 +2,18 @@
 //! attempts too. The behaviour is documented on [`CircuitBreaker`].
 
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::attempt_log::AttemptOutcome;
-use crate::authority::{AuthorityMap, MAX_AUTHORITIES};
-use crate::gate::{Gate, GateRefusal, GateScope, RetryCause};
-use crate::ratio::{whole, Millionths};
-use crate::window::{Counts, Epochs, Window};
+use crate::gate::contract::{Gate, GateRefusal, GateScope, RetryCause};
+use crate::gate::per_authority::PerAuthority;
+use crate::gate::ratio::Millionths;
+use crate::gate::settings::gate_settings;
+use crate::gate::window::Epochs;
 
 mod phases;
+mod trip;
 // The phases' pure rule, for the model checker only (see `model_rules`).
 #[cfg(feature = "unstable-model-rules")]
 pub(crate) use phases::{
@@ -19,18 +21,12 @@ pub(crate) use phases::{
 };
 
 use phases::{Event, Phase, Rules};
+use trip::{Tally, TripRule};
 
 /// The gate's name in refusals, logs and metrics.
 const NAME: &str = "circuit_breaker";
 /// Target of the state-change events.
 const TARGET: &str = "reqwest_resilience::breaker";
-
-pub(crate) const DEFAULT_FAILURE_RATIO: f64 = 0.5;
-pub(crate) const DEFAULT_SAMPLING_DURATION: Duration = Duration::from_secs(5);
-pub(crate) const DEFAULT_MINIMUM_THROUGHPUT: u32 = 50;
-pub(crate) const DEFAULT_BREAK_DURATION: Duration = Duration::from_secs(5);
-pub(crate) const DEFAULT_PROBES: u32 = 1;
-pub(crate) const DEFAULT_SLOW_CALL_DURATION: Option<Duration> = None;
 
 const MIN_SAMPLING: Duration = Duration::from_millis(500);
 const MAX_SAMPLING: Duration = Duration::from_secs(3600);
@@ -142,16 +138,55 @@ pub struct CircuitBreaker {
     inner: Arc<Inner>,
 }
 
-/// A breaker's settings, as the builder holds them and the built breaker keeps them.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Settings {
-    failure_ratio: f64,
-    sampling_duration: Duration,
-    minimum_throughput: u32,
-    break_duration: Duration,
-    probes: u32,
-    per_host: bool,
-    slow_call_duration: Option<Duration>,
+gate_settings! {
+    /// A breaker's settings, as the builder holds them and the built breaker keeps them.
+    struct Settings for CircuitBreaker, CircuitBreakerBuilder {
+        /// Failure ratio in (0, 1] at or above which a circuit opens (default 0.5).
+        /// Applied in millionths, rounded down.
+        failure_ratio: f64 = 0.5
+            => /// The failure ratio at or above which a circuit opens.
+            failure_ratio;
+        /// Window over which the ratio is measured, 500 ms ..= 1 h (default 5 s),
+        /// counted in 10 buckets of a tenth each.
+        sampling_duration: Duration = Duration::from_secs(5)
+            => /// The window over which the ratio is measured.
+            sampling_duration;
+        /// Attempts needed within the window before a circuit may open, at least 2
+        /// (default 50). An authority with less traffic never opens its circuit.
+        minimum_throughput: u32 = 50
+            => /// Attempts needed in the window before a circuit may open.
+            minimum_throughput;
+        /// How long an open circuit refuses before a probe, 10 ms ..= 24 h (default 5 s).
+        break_duration: Duration = Duration::from_secs(5)
+            => /// How long a circuit stays open before a probe.
+            break_duration;
+        /// Probes admitted at once in half-open, at least 1 (default 1). A probe whose
+        /// outcome never arrives stops counting after one break duration (or the slow
+        /// call duration, when shorter).
+        probes: u32 = 1
+            => /// Probes admitted at once in half-open.
+            probes;
+        /// Give each authority (scheme, host, port) its own circuit (default `true`).
+        /// Up to 1024 are tracked; past that a new one takes the place of the least
+        /// recently used idle circuit, or, when none is idle, is admitted untracked —
+        /// never put into another's circuit.
+        per_host: bool = true
+            => /// Whether each authority has its own circuit.
+            is_per_host;
+        /// Count an attempt that took at least this long as a failure, whatever it
+        /// answered; count first attempts still outstanding that long as failed
+        /// attempts toward opening, before they answer (tracked in whole slots of a
+        /// tenth of the sampling duration); and let a probe hold its slot at most that
+        /// long (default: off, 10 ms ..= 24 h when set). Off by default because a slow success is still a
+        /// success for a payment API that is merely busy; turn it on for a service
+        /// whose outages show as slow errors (a gateway answering 503 after its own
+        /// timeout), so that they count as soon as they end rather than never.
+        slow_call_duration: Option<Duration> = None
+            => /// An attempt that takes at least this long counts as a failure, and a probe
+            /// holds its slot at most this long; `None` when slow attempts count by their
+            /// outcome alone.
+            slow_call_duration;
+    }
 }
 
 /// Builder for [`CircuitBreaker`]; setters never fail, [`build`](Self::build) validates.
@@ -220,106 +255,62 @@ impl fmt::Display for CircuitState {
 
 struct Inner {
     settings: Settings,
-    ratio: Millionths,
-    epochs: Epochs,
+    trip: TripRule,
     rules: Rules,
-    state: Mutex<State>,
-}
-
-struct State {
-    isolated: bool,
-    shared: Circuit,
-    authorities: AuthorityMap<Circuit>,
+    /// The circuits, and beside them whether the breaker is isolated.
+    circuits: PerAuthority<Circuit, bool>,
 }
 
 #[derive(Default)]
 struct Circuit {
     phase: Phase,
-    window: Window<Outcomes>,
-    /// First attempts admitted and not ended yet, by the slot they were admitted
-    /// in (kept only with a slow call duration).
-    in_flight: Window<u64>,
+    tally: Tally,
 }
 
 impl Circuit {
-    /// Nothing to remember: closed, nothing counted in its window, nothing out.
+    /// Nothing to remember: closed, nothing counted, nothing out.
     fn is_idle(&self, epoch: u64) -> bool {
-        self.phase == Phase::Closed
-            && self.window.sum(epoch).attempts == 0
-            && self.in_flight.sum(epoch) == 0
-    }
-}
-
-/// What one bucket of a circuit's window counts.
-#[derive(Clone, Copy, Default)]
-struct Outcomes {
-    attempts: u64,
-    failures: u64,
-}
-
-impl Counts for Outcomes {
-    fn saturating_add(self, other: Self) -> Self {
-        Outcomes {
-            attempts: self.attempts.saturating_add(other.attempts),
-            failures: self.failures.saturating_add(other.failures),
-        }
+        self.phase == Phase::Closed && self.tally.is_empty(epoch)
     }
 }
 
 impl Inner {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        // Plain counters and a phase, always consistent: ignore poisoning.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn is_tripped(&self, Outcomes { attempts, failures }: Outcomes) -> bool {
-        attempts >= u64::from(self.settings.minimum_throughput)
-            && whole(failures) >= self.ratio.of(attempts)
-    }
-
     /// Applies `event` to the circuit of `scope`'s authority; the verdict of an
     /// `Admit`: go, or the time until a probe may go (`None` while isolated). An
     /// authority the breaker cannot track is admitted.
     fn on(&self, scope: &GateScope<'_>, event: Event) -> Result<(), Option<Duration>> {
         let now = scope.now();
-        let epoch = self.epochs.of(now);
-        let mut state = self.lock();
-        if state.isolated {
+        let epoch = self.trip.epochs.of(now);
+        let mut circuits = self.circuits.lock();
+        let isolated = circuits.extra;
+        if isolated {
             return Err(None);
         }
-        let circuit = if self.settings.per_host {
-            match state
-                .authorities
-                .entry(scope.authority(), |c| c.is_idle(epoch))
-            {
-                Some(circuit) => circuit,
-                None => return Ok(()),
-            }
-        } else {
-            &mut state.shared
+        let Some(circuit) = circuits.entry(scope.authority(), |c| c.is_idle(epoch)) else {
+            return Ok(());
         };
         let first = scope.retry_cause().is_none() && scope.attempt() == 1;
         let event = match event {
             Event::Finished { failed, .. } if circuit.phase == Phase::Closed => {
-                let bucket = circuit.window.slot(epoch);
-                bucket.attempts = bucket.attempts.saturating_add(1);
-                bucket.failures = bucket.failures.saturating_add(u64::from(failed));
-                let tripped = failed && self.is_tripped(circuit.window.sum(epoch));
+                let tripped = circuit.tally.record(failed, epoch, &self.trip);
                 Event::Finished { failed, tripped }
             }
             other => other,
         };
         let mut changes = [None, None];
-        if matches!(event, Event::Admit | Event::AdmitHedge) && self.is_stalled(circuit, now, epoch)
+        let asks = matches!(event, Event::Admit | Event::AdmitHedge);
+        if asks
+            && circuit.phase == Phase::Closed
+            && circuit.tally.is_stalled(now, epoch, &self.trip)
         {
             changes[0] = self.apply(circuit, Event::Stalled, now).change;
         }
         let step = self.apply(circuit, event, now);
         changes[1] = step.change;
-        if self.settings.slow_call_duration.is_some() && first {
+        if self.trip.slow_call_duration.is_some() && first {
             self.track_in_flight(circuit, scope, event, step.verdict, epoch);
         }
-        drop(state);
+        drop(circuits);
         for (from, to) in changes.into_iter().flatten() {
             log_change(scope.authority(), from, to);
         }
@@ -331,32 +322,9 @@ impl Inner {
         let step = phases::step(circuit.phase, event, now, self.rules);
         circuit.phase = step.phase;
         if step.change.is_some() {
-            circuit.window = Window::default();
-            circuit.in_flight = Window::default();
+            circuit.tally = Tally::default();
         }
         step
-    }
-
-    /// Closed, and first attempts still outstanding past the slow call duration,
-    /// counted as failed attempts, bring the failures to the ratio.
-    fn is_stalled(&self, circuit: &Circuit, now: Instant, epoch: u64) -> bool {
-        let Some(slow) = self.settings.slow_call_duration else {
-            return false;
-        };
-        if circuit.phase != Phase::Closed {
-            return false;
-        }
-        // Whole slots that began at least `slow` ago.
-        let Some(cutoff) = now.checked_sub(slow).map(|then| self.epochs.of(then)) else {
-            return false;
-        };
-        let stalled = circuit.in_flight.sum_before(epoch, cutoff);
-        let Outcomes { attempts, failures } = circuit.window.sum(epoch);
-        stalled > 0
-            && self.is_tripped(Outcomes {
-                attempts: attempts.saturating_add(stalled),
-                failures: failures.saturating_add(stalled),
-            })
     }
 
     /// Counts a first attempt out when admitted, and back in when it ends or is
@@ -371,18 +339,10 @@ impl Inner {
         epoch: u64,
     ) {
         match (event, verdict) {
-            (Event::Admit, Some(Ok(()))) => {
-                let out = circuit.in_flight.slot(epoch);
-                *out = out.saturating_add(1);
-            }
+            (Event::Admit, Some(Ok(()))) => circuit.tally.sent(epoch),
             (Event::Finished { .. } | Event::NotSent, _) => {
-                let started = scope
-                    .now()
-                    .checked_sub(scope.attempt_duration())
-                    .map_or(0, |at| self.epochs.of(at));
-                if let Some(out) = circuit.in_flight.live_slot(started) {
-                    *out = out.saturating_sub(1);
-                }
+                let started = scope.now().checked_sub(scope.attempt_duration());
+                circuit.tally.returned(started, &self.trip);
             }
             _ => {}
         }
@@ -415,15 +375,7 @@ impl CircuitBreaker {
     /// A builder starting from the defaults (see [`CircuitBreaker`]'s Defaults).
     pub fn builder() -> CircuitBreakerBuilder {
         CircuitBreakerBuilder {
-            settings: Settings {
-                failure_ratio: DEFAULT_FAILURE_RATIO,
-                sampling_duration: DEFAULT_SAMPLING_DURATION,
-                minimum_throughput: DEFAULT_MINIMUM_THROUGHPUT,
-                break_duration: DEFAULT_BREAK_DURATION,
-                probes: DEFAULT_PROBES,
-                per_host: true,
-                slow_call_duration: DEFAULT_SLOW_CALL_DURATION,
-            },
+            settings: Settings::default(),
         }
     }
 
@@ -437,23 +389,21 @@ impl CircuitBreaker {
     /// host). An authority the breaker does not track reads `Closed`. With the
     /// breaker isolated, [`CircuitState::Isolated`] for every authority.
     pub fn state(&self, authority: &str) -> CircuitState {
-        let state = self.inner.lock();
-        if state.isolated {
+        let circuits = self.inner.circuits.lock();
+        let isolated = circuits.extra;
+        if isolated {
             return CircuitState::Isolated;
         }
-        let circuit = if self.inner.settings.per_host {
-            state.authorities.get(authority)
-        } else {
-            Some(&state.shared)
-        };
-        circuit.map_or(CircuitState::Closed, |c| c.phase.state())
+        circuits
+            .get(authority)
+            .map_or(CircuitState::Closed, |c| c.phase.state())
     }
 
     /// Forces every circuit open: every attempt is refused (without a time until a
     /// probe) until [`reset`](Self::reset). For maintenance windows and incident
     /// response.
     pub fn isolate(&self) {
-        let was = std::mem::replace(&mut self.inner.lock().isolated, true);
+        let was = std::mem::replace(&mut self.inner.circuits.lock().extra, true);
         if !was {
             tracing::warn!(target: TARGET, gate = NAME, authority = "*", from = "any", to = "isolated", "circuit isolated by hand");
         }
@@ -462,49 +412,11 @@ impl CircuitBreaker {
     /// Forces every circuit closed with an empty window, and ends an
     /// [`isolate`](Self::isolate).
     pub fn reset(&self) {
-        let mut state = self.inner.lock();
-        state.isolated = false;
-        state.shared = Circuit::default();
-        state.authorities.clear();
-        drop(state);
+        let mut circuits = self.inner.circuits.lock();
+        circuits.extra = false; // no longer isolated
+        circuits.clear();
+        drop(circuits);
         tracing::info!(target: TARGET, gate = NAME, authority = "*", from = "any", to = "closed", "circuit reset by hand");
-    }
-
-    /// The failure ratio at or above which a circuit opens.
-    pub fn failure_ratio(&self) -> f64 {
-        self.inner.settings.failure_ratio
-    }
-
-    /// The window over which the ratio is measured.
-    pub fn sampling_duration(&self) -> Duration {
-        self.inner.settings.sampling_duration
-    }
-
-    /// Attempts needed in the window before a circuit may open.
-    pub fn minimum_throughput(&self) -> u32 {
-        self.inner.settings.minimum_throughput
-    }
-
-    /// How long a circuit stays open before a probe.
-    pub fn break_duration(&self) -> Duration {
-        self.inner.settings.break_duration
-    }
-
-    /// Probes admitted at once in half-open.
-    pub fn probes(&self) -> u32 {
-        self.inner.settings.probes
-    }
-
-    /// Whether each authority has its own circuit.
-    pub fn is_per_host(&self) -> bool {
-        self.inner.settings.per_host
-    }
-
-    /// An attempt that takes at least this long counts as a failure, and a probe
-    /// holds its slot at most this long; `None` when slow attempts count by their
-    /// outcome alone.
-    pub fn slow_call_duration(&self) -> Option<Duration> {
-        self.inner.settings.slow_call_duration
     }
 }
 
@@ -568,22 +480,15 @@ impl Default for CircuitBreaker {
 impl fmt::Debug for CircuitBreaker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let inner = &*self.inner;
-        let state = inner.lock();
+        let circuits = inner.circuits.lock();
         let (isolated, shared, authorities) = (
-            state.isolated,
-            state.shared.phase.state(),
-            state.authorities.len(),
+            circuits.extra,
+            circuits.shared().phase.state(),
+            circuits.tracked(),
         );
-        drop(state);
-        let s = &inner.settings;
+        drop(circuits);
         f.debug_struct("CircuitBreaker")
-            .field("failure_ratio", &s.failure_ratio)
-            .field("sampling_duration", &s.sampling_duration)
-            .field("minimum_throughput", &s.minimum_throughput)
-            .field("break_duration", &s.break_duration)
-            .field("probes", &s.probes)
-            .field("per_host", &s.per_host)
-            .field("slow_call_duration", &s.slow_call_duration)
+            .field("settings", &inner.settings)
             .field("isolated", &isolated)
             .field("shared_state", &shared)
             .field("authority_circuits", &authorities)
@@ -592,63 +497,6 @@ impl fmt::Debug for CircuitBreaker {
 }
 
 impl CircuitBreakerBuilder {
-    /// Failure ratio in (0, 1] at or above which a circuit opens (default 0.5).
-    /// Applied in millionths, rounded down.
-    pub fn failure_ratio(mut self, ratio: f64) -> Self {
-        self.settings.failure_ratio = ratio;
-        self
-    }
-
-    /// Window over which the ratio is measured, 500 ms ..= 1 h (default 5 s),
-    /// counted in 10 buckets of a tenth each.
-    pub fn sampling_duration(mut self, window: Duration) -> Self {
-        self.settings.sampling_duration = window;
-        self
-    }
-
-    /// Attempts needed within the window before a circuit may open, at least 2
-    /// (default 50). An authority with less traffic never opens its circuit.
-    pub fn minimum_throughput(mut self, attempts: u32) -> Self {
-        self.settings.minimum_throughput = attempts;
-        self
-    }
-
-    /// How long an open circuit refuses before a probe, 10 ms ..= 24 h (default 5 s).
-    pub fn break_duration(mut self, duration: Duration) -> Self {
-        self.settings.break_duration = duration;
-        self
-    }
-
-    /// Probes admitted at once in half-open, at least 1 (default 1). A probe whose
-    /// outcome never arrives stops counting after one break duration (or the slow
-    /// call duration, when shorter).
-    pub fn probes(mut self, probes: u32) -> Self {
-        self.settings.probes = probes;
-        self
-    }
-
-    /// Give each authority (scheme, host, port) its own circuit (default `true`).
-    /// Up to 1024 are tracked; past that a new one takes the place of the least
-    /// recently used idle circuit, or, when none is idle, is admitted untracked —
-    /// never put into another's circuit.
-    pub fn per_host(mut self, yes: bool) -> Self {
-        self.settings.per_host = yes;
-        self
-    }
-
-    /// Count an attempt that took at least `duration` as a failure, whatever it
-    /// answered; count first attempts still outstanding that long as failed
-    /// attempts toward opening, before they answer (tracked in whole slots of a
-    /// tenth of the sampling duration); and let a probe hold its slot at most that
-    /// long (default: off, 10 ms ..= 24 h when set). Off by default because a slow success is still a
-    /// success for a payment API that is merely busy; turn it on for a service
-    /// whose outages show as slow errors (a gateway answering 503 after its own
-    /// timeout), so that they count as soon as they end rather than never.
-    pub fn slow_call_duration(mut self, duration: Option<Duration>) -> Self {
-        self.settings.slow_call_duration = duration;
-        self
-    }
-
     /// Validate the settings and build the breaker.
     ///
     /// # Errors
@@ -687,19 +535,19 @@ impl CircuitBreakerBuilder {
         CircuitBreaker {
             inner: Arc::new(Inner {
                 settings: s,
-                // At least a millionth: a ratio of 0 would open on any failure.
-                ratio: Millionths::floor(s.failure_ratio, 1).max(Millionths::floor(1e-6, 1)),
-                epochs: Epochs::new(origin, s.sampling_duration),
+                trip: TripRule {
+                    // At least a millionth: a ratio of 0 would open on any failure.
+                    ratio: Millionths::floor(s.failure_ratio, 1).max(Millionths::floor(1e-6, 1)),
+                    minimum_throughput: u64::from(s.minimum_throughput),
+                    slow_call_duration: s.slow_call_duration,
+                    epochs: Epochs::new(origin, s.sampling_duration),
+                },
                 rules: Rules {
                     break_duration: s.break_duration,
                     probes: s.probes,
                     probe_lease,
                 },
-                state: Mutex::new(State {
-                    isolated: false,
-                    shared: Circuit::default(),
-                    authorities: AuthorityMap::new(MAX_AUTHORITIES),
-                }),
+                circuits: PerAuthority::new(s.per_host, false),
             }),
         }
     }
@@ -709,6 +557,7 @@ impl CircuitBreakerBuilder {
 mod tests {
     use super::*;
     use crate::attempt_log::AttemptOutcome;
+    use crate::gate::authority::MAX_AUTHORITIES;
 
     const H: &str = "https://api.example.com";
 

@@ -2,24 +2,21 @@
 //! is documented on [`AdaptiveThrottle`].
 
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::attempt_log::AttemptOutcome;
-use crate::authority::{AuthorityMap, MAX_AUTHORITIES};
-use crate::gate::{Gate, GateRefusal, GateScope};
-use crate::ratio::{whole, Millionths, SCALE};
-use crate::window::{Counts, Epochs, Window};
+use crate::gate::contract::{Gate, GateRefusal, GateScope};
+use crate::gate::per_authority::PerAuthority;
+use crate::gate::ratio::{whole, Millionths, SCALE};
+use crate::gate::settings::gate_settings;
+use crate::gate::window::{counts, Counts, Epochs, Window};
 
 const NAME: &str = "adaptive_throttle";
 
-pub(crate) const DEFAULT_K: f64 = 2.0;
-pub(crate) const DEFAULT_WINDOW: Duration = Duration::from_secs(5);
-pub(crate) const DEFAULT_MIN_REQUESTS: u32 = 20;
-pub(crate) const DEFAULT_MAX_REJECTION: f64 = 0.8;
 const MIN_WINDOW: Duration = Duration::from_millis(500);
 const MAX_WINDOW: Duration = Duration::from_secs(3600);
 const MAX_K: f64 = 1000.0;
@@ -105,21 +102,44 @@ pub struct AdaptiveThrottle {
     inner: Arc<Inner>,
 }
 
-/// A throttle's settings, as the builder holds them and the built throttle keeps them.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Settings {
-    k: f64,
-    window: Duration,
-    min_requests: u32,
-    max_rejection: f64,
-    per_host: bool,
-    seed: Option<u64>,
+gate_settings! {
+    /// A throttle's settings, as the builder holds them and the built throttle keeps them.
+    struct Settings for AdaptiveThrottle, AdaptiveThrottleBuilder {
+        /// The multiplier K in [1, 1000] (default 2). Lower rejects earlier: K = 1.1
+        /// starts once about 10 % of requests fail. Applied in millionths, rounded down.
+        k: f64 = 2.0
+            => /// The multiplier K.
+            k;
+        /// The window over which requests and accepts are counted, 500 ms ..= 1 h
+        /// (default 5 s), in 10 buckets of a tenth each. The throttle forgets an
+        /// outage one window after its last failure.
+        window: Duration = Duration::from_secs(5)
+            => /// The window over which requests and accepts are counted.
+            window;
+        /// Requests (sent attempts) in the window below which the throttle never
+        /// rejects (default 20; 0 applies the formula from the first failure).
+        min_requests: u32 = 20
+            => /// Requests in the window below which the throttle never rejects.
+            min_requests;
+        /// The highest rejection probability, in [0, 1) (default 0.8): at least this
+        /// complement of the attempts always goes out to test the service. Applied in
+        /// millionths, rounded down.
+        max_rejection_probability: f64 = 0.8
+            => /// The highest rejection probability.
+            max_rejection_probability;
+        /// Give each authority (scheme, host, port) its own window (default `true`).
+        per_host: bool = true
+            => /// Whether each authority has its own window.
+            is_per_host;
+    }
 }
 
 /// Builder for [`AdaptiveThrottle`]; setters never fail, [`build`](Self::build) validates.
 #[derive(Debug, Clone)]
 pub struct AdaptiveThrottleBuilder {
     settings: Settings,
+    /// Consumed by `build`: the throttle keeps its random source, not the seed.
+    seed: Option<u64>,
 }
 
 /// Why an [`AdaptiveThrottleBuilder`] could not build a throttle.
@@ -149,28 +169,15 @@ struct Inner {
     settings: Settings,
     rule: Rule,
     epochs: Epochs,
-    state: Mutex<State>,
+    /// The windows, and beside them the random source of the draws.
+    windows: PerAuthority<Window<Traffic>, StdRng>,
 }
 
-struct State {
-    shared: Window<Traffic>,
-    authorities: AuthorityMap<Window<Traffic>>,
-    rng: StdRng,
-}
-
-/// What one bucket of the window counts.
-#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
-struct Traffic {
-    requests: u64,
-    accepts: u64,
-}
-
-impl Counts for Traffic {
-    fn saturating_add(self, other: Self) -> Self {
-        Traffic {
-            requests: self.requests.saturating_add(other.requests),
-            accepts: self.accepts.saturating_add(other.accepts),
-        }
+counts! {
+    /// What one bucket of the window counts.
+    struct Traffic {
+        requests,
+        accepts,
     }
 }
 
@@ -189,43 +196,12 @@ fn rejection_probability(Traffic { requests, accepts }: Traffic, rule: Rule) -> 
     Millionths::from_millionths(p).min(rule.max_rejection)
 }
 
-impl Inner {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Runs `f` on `authority`'s window (the shared one unless per host); `None`
-    /// when the authority cannot be tracked.
-    fn with_window<R>(
-        &self,
-        state: &mut State,
-        authority: &str,
-        epoch: u64,
-        f: impl FnOnce(&mut Window<Traffic>) -> R,
-    ) -> Option<R> {
-        let window = if self.settings.per_host {
-            state
-                .authorities
-                .entry(authority, |w| w.sum(epoch) == Traffic::default())?
-        } else {
-            &mut state.shared
-        };
-        Some(f(window))
-    }
-}
-
 impl AdaptiveThrottle {
     /// A builder starting from the defaults (see [`AdaptiveThrottle`]'s Defaults).
     pub fn builder() -> AdaptiveThrottleBuilder {
         AdaptiveThrottleBuilder {
-            settings: Settings {
-                k: DEFAULT_K,
-                window: DEFAULT_WINDOW,
-                min_requests: DEFAULT_MIN_REQUESTS,
-                max_rejection: DEFAULT_MAX_REJECTION,
-                per_host: true,
-                seed: None,
-            },
+            settings: Settings::default(),
+            seed: None,
         }
     }
 
@@ -240,40 +216,12 @@ impl AdaptiveThrottle {
     pub fn rejection_probability_at(&self, authority: &str, now: Instant) -> f64 {
         let inner = &*self.inner;
         let epoch = inner.epochs.of(now);
-        let state = inner.lock();
-        let window = if inner.settings.per_host {
-            state.authorities.get(authority)
-        } else {
-            Some(&state.shared)
-        };
-        let counts = window.map_or_else(Traffic::default, |w| w.sum(epoch));
-        drop(state);
+        let windows = inner.windows.lock();
+        let counts = windows
+            .get(authority)
+            .map_or_else(Traffic::default, |w| w.sum(epoch));
+        drop(windows);
         rejection_probability(counts, inner.rule).get() as f64 / SCALE as f64
-    }
-
-    /// The multiplier K.
-    pub fn k(&self) -> f64 {
-        self.inner.settings.k
-    }
-
-    /// The window over which requests and accepts are counted.
-    pub fn window(&self) -> Duration {
-        self.inner.settings.window
-    }
-
-    /// Requests in the window below which the throttle never rejects.
-    pub fn min_requests(&self) -> u32 {
-        self.inner.settings.min_requests
-    }
-
-    /// The highest rejection probability.
-    pub fn max_rejection_probability(&self) -> f64 {
-        self.inner.settings.max_rejection
-    }
-
-    /// Whether each authority has its own window.
-    pub fn is_per_host(&self) -> bool {
-        self.inner.settings.per_host
     }
 }
 
@@ -288,14 +236,17 @@ impl Gate for AdaptiveThrottle {
     fn admit(&self, scope: &GateScope<'_>) -> Result<(), GateRefusal> {
         let inner = &*self.inner;
         let epoch = inner.epochs.of(scope.now());
-        let mut state = inner.lock();
-        let counts = inner.with_window(&mut state, scope.authority(), epoch, |w| w.sum(epoch));
+        let mut windows = inner.windows.lock();
+        let counts = windows
+            .entry(scope.authority(), |w| w.sum(epoch) == Traffic::default())
+            .map(|w| w.sum(epoch));
         let p = counts.map_or(0, |counts| rejection_probability(counts, inner.rule).get());
-        if p == 0 || state.rng.random_range(0..SCALE) >= p {
+        let rng = &mut windows.extra;
+        if p == 0 || rng.random_range(0..SCALE) >= p {
             // Counted once its outcome is known (`attempt_finished`).
             return Ok(());
         }
-        drop(state);
+        drop(windows);
         Err(GateRefusal::new(NAME)
             .with_authority(scope.authority())
             .with_rejection_probability(p as f64 / SCALE as f64))
@@ -304,12 +255,14 @@ impl Gate for AdaptiveThrottle {
     fn attempt_finished(&self, scope: &GateScope<'_>, _: &AttemptOutcome, struggling: bool) {
         let inner = &*self.inner;
         let epoch = inner.epochs.of(scope.now());
-        let mut state = inner.lock();
-        inner.with_window(&mut state, scope.authority(), epoch, |window| {
+        let mut windows = inner.windows.lock();
+        if let Some(window) =
+            windows.entry(scope.authority(), |w| w.sum(epoch) == Traffic::default())
+        {
             let bucket = window.slot(epoch);
             bucket.requests = bucket.requests.saturating_add(1);
             bucket.accepts = bucket.accepts.saturating_add(u64::from(!struggling));
-        });
+        }
     }
 
     // `not_sent`: nothing to undo, an admitted attempt counts only when it ends.
@@ -325,23 +278,14 @@ impl fmt::Debug for AdaptiveThrottle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let inner = &*self.inner;
         let epoch = inner.epochs.of(Instant::now());
-        let state = inner.lock();
-        let Traffic { requests, accepts } = state
-            .authorities
-            .values()
-            .chain([&state.shared])
-            .fold(Traffic::default(), |sum, w| {
-                sum.saturating_add(w.sum(epoch))
-            });
-        let authorities = state.authorities.len();
-        drop(state);
-        let s = &inner.settings;
+        let windows = inner.windows.lock();
+        let Traffic { requests, accepts } = windows.all().fold(Traffic::default(), |sum, w| {
+            sum.saturating_add(w.sum(epoch))
+        });
+        let authorities = windows.tracked();
+        drop(windows);
         f.debug_struct("AdaptiveThrottle")
-            .field("k", &s.k)
-            .field("window", &s.window)
-            .field("min_requests", &s.min_requests)
-            .field("max_rejection_probability", &s.max_rejection)
-            .field("per_host", &s.per_host)
+            .field("settings", &inner.settings)
             .field("requests_in_window", &requests)
             .field("accepts_in_window", &accepts)
             .field("authority_windows", &authorities)
@@ -350,45 +294,9 @@ impl fmt::Debug for AdaptiveThrottle {
 }
 
 impl AdaptiveThrottleBuilder {
-    /// The multiplier K in [1, 1000] (default 2). Lower rejects earlier: K = 1.1
-    /// starts once about 10 % of requests fail. Applied in millionths, rounded down.
-    pub fn k(mut self, k: f64) -> Self {
-        self.settings.k = k;
-        self
-    }
-
-    /// The window over which requests and accepts are counted, 500 ms ..= 1 h
-    /// (default 5 s), in 10 buckets of a tenth each. The throttle forgets an
-    /// outage one window after its last failure.
-    pub fn window(mut self, window: Duration) -> Self {
-        self.settings.window = window;
-        self
-    }
-
-    /// Requests (sent attempts) in the window below which the throttle never
-    /// rejects (default 20; 0 applies the formula from the first failure).
-    pub fn min_requests(mut self, requests: u32) -> Self {
-        self.settings.min_requests = requests;
-        self
-    }
-
-    /// The highest rejection probability, in [0, 1) (default 0.8): at least this
-    /// complement of the attempts always goes out to test the service. Applied in
-    /// millionths, rounded down.
-    pub fn max_rejection_probability(mut self, probability: f64) -> Self {
-        self.settings.max_rejection = probability;
-        self
-    }
-
-    /// Give each authority (scheme, host, port) its own window (default `true`).
-    pub fn per_host(mut self, yes: bool) -> Self {
-        self.settings.per_host = yes;
-        self
-    }
-
     /// Seed the random draws, for repeatable tests and benchmarks.
     pub fn seed(mut self, seed: u64) -> Self {
-        self.settings.seed = Some(seed);
+        self.seed = Some(seed);
         self
     }
 
@@ -404,29 +312,27 @@ impl AdaptiveThrottleBuilder {
         if !(MIN_WINDOW..=MAX_WINDOW).contains(&s.window) {
             return Err(InvalidThrottle::Window(s.window));
         }
-        if !(s.max_rejection.is_finite() && (0.0..1.0).contains(&s.max_rejection)) {
-            return Err(InvalidThrottle::MaxRejection(s.max_rejection));
+        if !(s.max_rejection_probability.is_finite()
+            && (0.0..1.0).contains(&s.max_rejection_probability))
+        {
+            return Err(InvalidThrottle::MaxRejection(s.max_rejection_probability));
         }
         Ok(self.build_unchecked(Instant::now()))
     }
 
     fn build_unchecked(self, origin: Instant) -> AdaptiveThrottle {
         let s = self.settings;
-        let seed = s.seed.unwrap_or_else(|| rand::rng().random());
+        let seed = self.seed.unwrap_or_else(|| rand::rng().random());
         AdaptiveThrottle {
             inner: Arc::new(Inner {
                 settings: s,
                 rule: Rule {
                     k: Millionths::floor(s.k, MAX_K as u64),
                     min_requests: u64::from(s.min_requests),
-                    max_rejection: Millionths::floor(s.max_rejection, 1),
+                    max_rejection: Millionths::floor(s.max_rejection_probability, 1),
                 },
                 epochs: Epochs::new(origin, s.window),
-                state: Mutex::new(State {
-                    shared: Window::default(),
-                    authorities: AuthorityMap::new(MAX_AUTHORITIES),
-                    rng: StdRng::seed_from_u64(seed),
-                }),
+                windows: PerAuthority::new(s.per_host, StdRng::seed_from_u64(seed)),
             }),
         }
     }

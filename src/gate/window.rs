@@ -42,6 +42,26 @@ pub(crate) trait Counts: Copy + Default {
     fn saturating_add(self, other: Self) -> Self;
 }
 
+/// Declares a slot's counters: a struct of `u64` counts, added field by field.
+macro_rules! counts {
+    ($(#[$meta:meta])* $vis:vis struct $name:ident { $($(#[$field_meta:meta])* $field:ident),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+        $vis struct $name {
+            $($(#[$field_meta])* $vis $field: u64),+
+        }
+
+        impl $crate::gate::window::Counts for $name {
+            fn saturating_add(self, other: Self) -> Self {
+                $name {
+                    $($field: self.$field.saturating_add(other.$field)),+
+                }
+            }
+        }
+    };
+}
+pub(crate) use counts;
+
 /// A plain count.
 impl Counts for u64 {
     fn saturating_add(self, other: u64) -> u64 {
