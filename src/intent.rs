@@ -263,7 +263,7 @@ async fn attempt_loop<T: Transport>(
     intent_id: RequestId,
 ) -> Result<reqwest::Response, Error> {
     let min_attempt_window = decision::min_attempt_window(intent.attempt_timeout, intent.deadline);
-    let mut state = LoopState::new(intent, policy, deadline.started());
+    let mut state = LoopState::new(intent, deadline.started());
     let mut attempt = Attempt {
         number: 1,
         started: first_started,
@@ -318,14 +318,20 @@ async fn attempt_loop<T: Transport>(
                 && matches!(&result, Ok(response) if response.status() == http::StatusCode::GONE),
             too_early_again: verdict.too_early && state.too_early_seen,
             conflict_delay: policy.settings.conflict_delay,
-            conflict_waits_left: state.conflict_waits_left > 0,
+            // The limit divides by the pace: worked out only for a 409 (`waits_out`
+            // reads it only then).
+            conflict_waits_left: verdict.conflict
+                && state.conflicts_waited_out
+                    < decision::conflict_wait_limit(
+                        intent.deadline,
+                        policy.settings.conflict_delay,
+                    ),
             min_attempt_window,
         };
         let next = decision::after_attempt(facts, || state.draw_backoff(policy, attempt.number));
         state.too_early_seen |= verdict.too_early;
         if decision::waits_out(facts) {
             state.conflicts_waited_out += 1;
-            state.conflict_waits_left -= 1;
         }
         let last = match result {
             Ok(mut response) if next == Next::Deliver => {

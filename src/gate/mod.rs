@@ -7,7 +7,7 @@
 //! observer has written anything yet), every retry after the policy decided it is
 //! useful and before the pause — and tells it how every attempt ended.
 //!
-//! The default gate is the [`RetryBudget`](crate::RetryBudget) (retries at most a
+//! The default gate is the [`RetryBudget`] (retries at most a
 //! fraction of requests; it never refuses a first attempt). A circuit breaker, an
 //! adaptive throttle or a per-tenant quota plug in the same way, through
 //! [`RetryPolicyBuilder::gate`](crate::RetryPolicyBuilder::gate); each refusal

@@ -64,7 +64,7 @@ pub(super) async fn run<T: Transport>(
 ) -> Result<reqwest::Response, Error> {
     let (Some(hedger), Some(transport)) = (policy.hedger.as_ref(), intent.transport.copy()) else {
         // `applies` said both are there.
-        return Err(LoopState::new(intent, policy, started).give_up(
+        return Err(LoopState::new(intent, started).give_up(
             policy,
             GiveUpReason::NotRetryable,
             LastResult::Nothing,
@@ -151,7 +151,7 @@ impl<'r, 'o> Race<'r, 'o> {
         let max_copies = self.hedger.settings.max_copies;
         let min_attempt_window =
             decision::min_attempt_window(intent.attempt_timeout, intent.deadline);
-        let mut state = LoopState::new(intent, policy, started);
+        let mut state = LoopState::new(intent, started);
         let authority = intent.authority().into_owned();
         self.hedger.deposit(started);
         let mut copies: Vec<InFlight<'_>> = Vec::with_capacity(max_copies as usize);

@@ -25,8 +25,6 @@ pub(super) struct LoopState {
     /// Keyed 409s "in progress" waited out under the deadline: they do not use up
     /// `max_attempts` (`decision::waits_out`).
     pub(super) conflicts_waited_out: u32,
-    /// How many more may be (`decision::conflict_wait_limit`, counted down).
-    pub(super) conflict_waits_left: u32,
     /// An attempt was answered `425 Too Early`: a second one is final.
     pub(super) too_early_seen: bool,
     pub(super) started: Instant,
@@ -41,16 +39,12 @@ pub(super) struct LoopState {
 
 impl LoopState {
     /// The state before the first attempt of `intent`: the key moves into the log.
-    pub(super) fn new<T>(intent: &mut Prepared<T>, policy: &PolicyInner, started: Instant) -> Self {
+    pub(super) fn new<T>(intent: &mut Prepared<T>, started: Instant) -> Self {
         LoopState {
             log: AttemptLog::new(intent.key.take()),
             may_have_applied: false,
             conflicts_waited_out: 0,
             too_early_seen: false,
-            conflict_waits_left: crate::decision::conflict_wait_limit(
-                intent.deadline,
-                policy.settings.conflict_delay,
-            ),
             started,
             method: intent.method.clone(),
             rng: None,
