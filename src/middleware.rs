@@ -3,12 +3,10 @@
 //! explained on the public [`ResilienceMiddleware`] page.
 
 use std::future::Future;
-use std::time::Duration;
 
 use http::Extensions;
 use reqwest_middleware::{Middleware, Next};
 
-use crate::attempt_timeout::WireTimeout;
 use crate::intent::{self, Intent};
 use crate::options::IntentOptions;
 use crate::policy::RetryPolicy;
@@ -162,13 +160,12 @@ struct Chain<'a> {
 }
 
 impl Transport for Chain<'_> {
+    // `wire_timeout` is the default, per request: the chain's client is not ours,
+    // its own timeout is unknown.
     fn send(
         &mut self,
-        mut request: reqwest::Request,
-        timeout: Option<Duration>,
+        request: reqwest::Request,
     ) -> impl Future<Output = Result<reqwest::Response, TransportError>> + Send {
-        // The chain's client is not ours: its own timeout is unknown.
-        WireTimeout::PerRequest.write(&mut request, timeout);
         let sending = self.next.clone().run(request, self.extensions);
         async move {
             sending.await.map_err(|error| match error {

@@ -1,21 +1,25 @@
 //! What sends one attempt: the crate's client, or the rest of a middleware chain.
 
 use std::future::Future;
-use std::time::Duration;
 
+use crate::attempt_timeout::WireTimeout;
 use crate::error::{BoxError, LastResult};
 
 /// Sends one attempt. Implemented for the crate's client (`client.rs`) and, with
 /// the `middleware` feature, for the rest of a reqwest-middleware chain.
 pub(crate) trait Transport: Send {
-    /// Sends `request`, which carries no timeout of its own, bounded by `timeout`
-    /// (the attempt's, cut to the time left: `attempt_timeout::of_attempt`),
-    /// which the transport writes on the wire through its `WireTimeout`.
+    /// Sends `request` as it is: its timeout is already written as
+    /// [`wire_timeout`](Transport::wire_timeout) asked.
     fn send(
         &mut self,
         request: reqwest::Request,
-        timeout: Option<Duration>,
     ) -> impl Future<Output = Result<reqwest::Response, TransportError>> + Send;
+
+    /// Who applies an attempt's timeout through this transport: by default the
+    /// request, since a client built elsewhere may have any timeout of its own.
+    fn wire_timeout(&self) -> WireTimeout {
+        WireTimeout::PerRequest
+    }
 
     /// A second transport that sends concurrently with this one, for a hedged
     /// intent's copies; `None` (the default) when it cannot (a middleware chain

@@ -365,11 +365,13 @@ struct ClientTransport {
 impl Transport for ClientTransport {
     fn send(
         &mut self,
-        mut request: reqwest::Request,
-        timeout: Option<Duration>,
+        request: reqwest::Request,
     ) -> impl Future<Output = Result<reqwest::Response, TransportError>> + Send {
-        self.wire_timeout.write(&mut request, timeout);
         self.http.execute(request).map_err(TransportError::Reqwest)
+    }
+
+    fn wire_timeout(&self) -> WireTimeout {
+        self.wire_timeout
     }
 
     /// reqwest's client is a shared handle: copies send concurrently.

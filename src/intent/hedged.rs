@@ -350,7 +350,7 @@ impl<'r, 'o> Race<'r, 'o> {
         let policy = self.policy;
         // `applies` got a transport that copies: its copies copy too.
         let copied = transport.copy().ok_or(GiveUpReason::NotRetryable)?;
-        let (request, timeout) = intent.attempt_request(policy, self.deadline, &attempt)?;
+        let request = intent.attempt_request(policy, self.deadline, &attempt)?;
         let span = telemetry::attempt_span(
             &intent.method,
             intent.requests.url(),
@@ -359,7 +359,7 @@ impl<'r, 'o> Race<'r, 'o> {
             &policy.settings.redact_query_params,
         );
         let whole_body = intent.whole_body;
-        let sending = send(copied, request, timeout, whole_body).instrument(span.clone());
+        let sending = send(copied, request, whole_body).instrument(span.clone());
         self.sent += 1;
         self.latest = (attempt.number, attempt.started);
         copies.push(InFlight {
@@ -518,10 +518,9 @@ enum Ending {
 async fn send<T: Transport>(
     mut transport: T,
     request: reqwest::Request,
-    timeout: Option<Duration>,
     whole_body: Option<u32>,
 ) -> Result<reqwest::Response, TransportError> {
-    let response = transport.send(request, timeout).await?;
+    let response = transport.send(request).await?;
     match whole_body {
         Some(limit) => whole_body::read(response, limit as usize).await,
         None => Ok(response),

@@ -165,8 +165,8 @@ impl<T: Transport> Prepared<T> {
         impl Future<Output = Result<reqwest::Response, TransportError>> + Send + '_,
         GiveUpReason,
     > {
-        let (request, timeout) = self.attempt_request(policy, deadline, attempt)?;
-        let sending = self.transport.send(request, timeout);
+        let request = self.attempt_request(policy, deadline, attempt)?;
+        let sending = self.transport.send(request);
         let whole_body = self.whole_body;
         Ok(async move {
             let response = sending.await?;
@@ -180,15 +180,19 @@ impl<T: Transport> Prepared<T> {
 }
 
 impl<T> Prepared<T> {
-    /// `attempt`'s request as `outgoing::dress` writes it, and its timeout cut to
-    /// the time left; or why no attempt can start (no time left, or a body that
-    /// cannot be replayed was already sent).
+    /// `attempt`'s request as `outgoing::dress` writes it, with its timeout cut to
+    /// the time left written as the transport's `WireTimeout` asks; or why no
+    /// attempt can start (no time left, or a body that cannot be replayed was
+    /// already sent).
     pub(super) fn attempt_request(
         &mut self,
         policy: &PolicyInner,
         deadline: &Deadline,
         attempt: &Attempt,
-    ) -> Result<(reqwest::Request, Option<Duration>), GiveUpReason> {
+    ) -> Result<reqwest::Request, GiveUpReason>
+    where
+        T: Transport,
+    {
         let timeout =
             attempt_timeout::of_attempt(self.attempt_timeout, deadline.remaining(attempt.started));
         if timeout == Some(Duration::ZERO) {
@@ -207,7 +211,8 @@ impl<T> Prepared<T> {
             self.body_factory.as_ref().map(|make| make()),
             wire,
         );
-        Ok((request, timeout))
+        self.transport.wire_timeout().write(&mut request, timeout);
+        Ok(request)
     }
 }
 
