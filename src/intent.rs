@@ -289,8 +289,11 @@ async fn attempt_loop<T: Transport>(
         let result = sending.instrument(span.clone()).await;
 
         // 5. Classify, log, tell.
+        // One instant for the attempt's end: its logged duration, what the gates
+        // hear, and the time left the decision reads.
+        let ended = policy.clock.now();
         let verdict = state.record(
-            policy, observers, intent, &attempt, intent_id, &span, &result,
+            policy, observers, intent, &attempt, ended, intent_id, &span, &result,
         );
         drop(span); // the attempt span ends here, not after the pause
 
@@ -309,7 +312,7 @@ async fn attempt_loop<T: Transport>(
             replayable: intent.replayable,
             attempts_made: attempt.number - state.conflicts_waited_out,
             max_attempts: policy.settings.max_attempts,
-            remaining: deadline.remaining(policy.clock.now()),
+            remaining: deadline.remaining(ended),
             retry_after: verdict.retry_after,
             retry_after_ceiling: policy.settings.retry_after_ceiling,
             completed_not_kept: intent.whole_body.is_some()

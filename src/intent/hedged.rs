@@ -188,17 +188,18 @@ impl<'r, 'o> Race<'r, 'o> {
                 Event::Ended(index, result) => {
                     let copy = copies.swap_remove(index);
                     // 5. Classify, log, tell (as any attempt).
+                    let now = policy.clock.now();
                     let verdict = state.record(
                         policy,
                         self.observers,
                         intent,
                         &copy.attempt,
+                        now,
                         self.intent_id,
                         &copy.span,
                         &result,
                     );
                     drop(copy.span);
-                    let now = policy.clock.now();
                     if result.is_ok() {
                         let took = now.saturating_duration_since(copy.attempt.started);
                         self.hedger.record_latency(&authority, took);

@@ -52,7 +52,8 @@ impl LoopState {
         }
     }
 
-    /// Classifies and logs the attempt just made, and tells the gates and observers.
+    /// Classifies and logs the attempt just made, which `ended` then, and tells the
+    /// gates and observers.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn record<T>(
         &mut self,
@@ -60,12 +61,12 @@ impl LoopState {
         observers: &Observers<'_>,
         intent: &Prepared<T>,
         attempt: &Attempt,
+        ended: Instant,
         intent_id: RequestId,
         span: &tracing::Span,
         result: &Result<reqwest::Response, TransportError>,
     ) -> Verdict {
         let url = intent.requests.url();
-        let ended = policy.clock.now();
         let verdict = classify_result(
             &policy.rules(),
             &*policy.clock,
