@@ -15,10 +15,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use reqwest_resilience::{
-    AttemptFinished, Backoff, IntentEnd, IntentObserver, ResilientClient, RetryPolicy,
-    RetryScheduled,
-};
+use reqwest_resilience::watch::{AttemptFinished, IntentEnd, IntentObserver, RetryScheduled};
+use reqwest_resilience::{Backoff, ResilientClient, RetryPolicy};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 

@@ -14,7 +14,8 @@ use std::net::{Ipv4Addr, SocketAddr, TcpListener as StdListener};
 use std::time::Duration;
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
-use reqwest_resilience::{Backoff, Metrics, ResilientClient, RetryPolicy};
+use reqwest_resilience::watch::Metrics;
+use reqwest_resilience::{Backoff, ResilientClient, RetryPolicy};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
