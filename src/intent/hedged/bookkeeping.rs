@@ -21,17 +21,9 @@ impl Race<'_, '_> {
         cause: RetryCause,
         now: Instant,
     ) -> Result<(), gate::GateRefusal> {
-        let url = intent.requests.url();
-        let authority = self.policy.gates.authority_of(url);
-        let scope = GateScope {
-            host: url.host_str().unwrap_or(""),
-            authority: &authority,
-            now,
-            attempt: number,
-            retry_cause: Some(cause),
-            attempt_duration: Duration::ZERO,
-        };
-        self.policy.gates.admit(&scope)
+        self.with_scope(intent, number, cause, now, |scope| {
+            self.policy.gates.admit(scope)
+        })
     }
 
     /// Every gate admitted copy `number`, and it was not sent after all.
@@ -42,17 +34,30 @@ impl Race<'_, '_> {
         cause: RetryCause,
         now: Instant,
     ) {
+        self.with_scope(intent, number, cause, now, |scope| {
+            self.policy.gates.not_sent(scope)
+        });
+    }
+
+    /// What the gates are told about copy `number` before it goes (or instead).
+    fn with_scope<T, R>(
+        &self,
+        intent: &Prepared<T>,
+        number: u32,
+        cause: RetryCause,
+        now: Instant,
+        tell: impl FnOnce(&GateScope<'_>) -> R,
+    ) -> R {
         let url = intent.requests.url();
         let authority = self.policy.gates.authority_of(url);
-        let scope = GateScope {
+        tell(&GateScope {
             host: url.host_str().unwrap_or(""),
             authority: &authority,
             now,
             attempt: number,
             retry_cause: Some(cause),
             attempt_duration: Duration::ZERO,
-        };
-        self.policy.gates.not_sent(&scope);
+        })
     }
 
     /// Another copy won: every copy still running is cancelled (its future
