@@ -364,3 +364,58 @@ async fn a_certificate_for_another_host_and_an_expired_one_say_what_to_fix() {
     );
     assert!(text.contains("renewed"), "{text}");
 }
+
+/// A body over `whole_body_limit` is named with the limit and its size — announced
+/// (Content-Length) or streamed (what had arrived) — and the two ways out.
+#[tokio::test]
+async fn a_body_over_the_whole_body_limit_names_the_limit_and_the_size() {
+    let server = MockServer::start().await;
+    Mock::given(any())
+        .respond_with(ResponseTemplate::new(200).set_body_bytes(vec![b'x'; 5000]))
+        .mount(&server)
+        .await;
+    let client = ResilientClient::with_policy(policy(&RecordingSleeper::new()).build().unwrap());
+
+    let error = client
+        .get(server.uri())
+        .whole_body_limit(4096)
+        .send()
+        .await
+        .expect_err("over the limit");
+    let text = error.to_string();
+    assert_eq!(
+        error.transport_failure(),
+        Some(TransportFailure::ResponseTooLarge)
+    );
+    assert!(text.contains("5000 bytes (its Content-Length)"), "{text}");
+    assert!(text.contains("whole_body_limit of 4096 bytes"), "{text}");
+    assert!(text.contains("raise .whole_body_limit(..)"), "{text}");
+    assert!(!text.contains("not known to be safe"), "{text}");
+
+    // Chunked, no Content-Length: the size is what had arrived when the limit passed.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/report", listener.local_addr().unwrap());
+    let chunked = tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut head = [0u8; 4096];
+        let _ = socket.read(&mut head).await.unwrap();
+        let mut answer = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n".to_vec();
+        for _ in 0..5 {
+            answer.extend_from_slice(format!("3e8\r\n{}\r\n", "y".repeat(1000)).as_bytes());
+        }
+        answer.extend_from_slice(b"0\r\n\r\n");
+        let _ = socket.write_all(&answer).await;
+    });
+    let error = client
+        .get(&url)
+        .whole_body_limit(2500)
+        .send()
+        .await
+        .expect_err("over the limit");
+    let text = error.to_string();
+    assert!(text.contains("over "), "{text}");
+    assert!(text.contains("bytes (what had arrived)"), "{text}");
+    assert!(text.contains("whole_body_limit of 2500 bytes"), "{text}");
+    chunked.await.unwrap();
+}

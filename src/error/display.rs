@@ -128,6 +128,13 @@ impl Error {
             Some(failure) if failure.proves_not_sent() && !failure.is_transient() => {
                 "a retry would fail the same way"
             }
+            // The limit, the size and the remedy are in the failure's own text.
+            Some(TransportFailure::ResponseTooLarge) => {
+                return match &self.inner.last {
+                    LastResult::Other(too_large) => write!(f, "{too_large}"),
+                    _ => f.write_str(TransportFailure::ResponseTooLarge.describe()),
+                };
+            }
             Some(TransportFailure::Body | TransportFailure::Redirect) => {
                 "the failure is the caller's (the body stream or the redirect policy), not \
                  the network's"
@@ -168,6 +175,10 @@ impl Error {
         else {
             return Ok(());
         };
+        if failure == TransportFailure::ResponseTooLarge {
+            // Already said, with the limit and the size, in why it was not retried.
+            return Ok(());
+        }
         if failure == TransportFailure::Timeout {
             let after = self
                 .inner
