@@ -419,3 +419,54 @@ async fn a_body_over_the_whole_body_limit_names_the_limit_and_the_size() {
     assert!(text.contains("whole_body_limit of 2500 bytes"), "{text}");
     chunked.await.unwrap();
 }
+
+/// A give-up after waiting out a 409 that asked to come back (the server was still
+/// working) says to wait under the same key, not to stop retrying 409s; a bare 409
+/// (a server that may answer 409 for completed keys) keeps that hint.
+#[tokio::test]
+async fn a_give_up_on_a_key_still_in_progress_suggests_waiting_under_the_same_key() {
+    let server = MockServer::start().await;
+    Mock::given(any())
+        .respond_with(ResponseTemplate::new(409).insert_header("retry-after", "1"))
+        .mount(&server)
+        .await;
+    let sleeper = RecordingSleeper::new();
+    let client = ResilientClient::with_policy(policy(&sleeper).build().unwrap());
+
+    let error = client
+        .post(server.uri())
+        .body("{}")
+        .send()
+        .await
+        .expect_err("still in progress");
+    let text = error.to_string();
+    assert!(error.attempts() > 1, "the 409s were waited out: {text}");
+    assert!(sleeper
+        .delays()
+        .iter()
+        .all(|d| *d >= Duration::from_secs(1)));
+    assert!(
+        text.contains("the server was still working on this key"),
+        "{text}"
+    );
+    assert!(text.contains("retry later under the same key"), "{text}");
+    assert!(!text.contains("retry_conflict_when_keyed"), "{text}");
+
+    let bare = MockServer::start().await;
+    Mock::given(any())
+        .respond_with(ResponseTemplate::new(409))
+        .mount(&bare)
+        .await;
+    let text = client
+        .post(bare.uri())
+        .body("{}")
+        .send()
+        .await
+        .expect_err("409 every time")
+        .to_string();
+    assert!(text.contains("did not say when to come back"), "{text}");
+    assert!(
+        text.contains("set retry_conflict_when_keyed(false)"),
+        "{text}"
+    );
+}

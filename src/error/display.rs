@@ -4,6 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use http::header::RETRY_AFTER;
 use http::StatusCode;
 
 use super::{Error, GiveUpReason, LastResult};
@@ -95,13 +96,7 @@ impl fmt::Display for Error {
         if let Some(status) = self.last_status() {
             write!(f, "; last status {status}")?;
             if status == StatusCode::CONFLICT {
-                // Some servers (django-idempotency-key by default) answer 409 for a
-                // key that has *completed*: waiting will never clear it.
-                write!(
-                    f,
-                    " (the server still reports this key in progress; if it answers 409 \
-                     for completed keys too, set retry_conflict_when_keyed(false))"
-                )?;
+                self.write_conflict_remedy(f)?;
             }
         } else if inner.reason != GiveUpReason::InvalidRequest {
             self.write_last_failure(f)?;
@@ -166,6 +161,31 @@ impl Error {
             None => "the failure is not transient",
         };
         f.write_str(why)
+    }
+
+    /// What to do about a key the server still held at the give-up. A 409 that asks
+    /// to come back (`Retry-After`, as tower-idempotency and the IETF draft's servers
+    /// send) means the first request was still running: it may yet complete, so the
+    /// remedy is patience under the same key. Without one, the server may be of the
+    /// kind that answers 409 for *completed* keys too (django-idempotency-key by
+    /// default), where waiting never helps.
+    fn write_conflict_remedy(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let asked_to_come_back = self
+            .response()
+            .is_some_and(|response| response.headers().contains_key(RETRY_AFTER));
+        if asked_to_come_back {
+            f.write_str(
+                " (the server was still working on this key and asked to come back later: \
+                 the first request may yet complete; retry later under the same key, or \
+                 give the intent a longer deadline; never resend under a new key)",
+            )
+        } else {
+            f.write_str(
+                " (the server still reports this key in progress and did not say when to \
+                 come back; retry later under the same key, and if this server answers 409 \
+                 for completed keys too, set retry_conflict_when_keyed(false))",
+            )
+        }
     }
 
     /// `; last: …` for an intent whose last attempt got no response: what failed, in
