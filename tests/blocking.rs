@@ -258,3 +258,28 @@ async fn sending_on_an_async_runtime_thread_panics_before_anything_is_sent() {
     assert_eq!(response.status(), 201);
     assert_eq!(mock.received_requests().await.unwrap().len(), 1);
 }
+
+#[test]
+fn an_open_breaker_refuses_before_anything_is_sent() {
+    let server = Server::answering(ResponseTemplate::new(503));
+    let breaker = reqwest_resilience::gate::CircuitBreaker::builder()
+        .failure_ratio(0.5)
+        .minimum_throughput(6)
+        .break_duration(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let (client, _) = client(|policy| policy.max_attempts(3).gate(breaker));
+
+    // Two intents of three failed attempts each: six failures open the circuit.
+    for _ in 0..2 {
+        let error = client.get(server.url("/")).send().unwrap_err();
+        assert!(error.is_attempts_exhausted(), "{error}");
+    }
+    assert_eq!(server.received().len(), 6);
+
+    let error = client.get(server.url("/")).send().unwrap_err();
+    assert!(error.is_gate_refused(), "{error}");
+    assert!(error.is_first_attempt_refused(), "{error}");
+    assert!(!error.is_outcome_unknown(), "nothing was sent: {error}");
+    assert_eq!(server.received().len(), 6, "the refusal sent nothing");
+}
