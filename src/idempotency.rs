@@ -162,25 +162,42 @@ pub enum KeyAttachment {
 }
 
 /// Why a caller-supplied idempotency key was refused before anything was sent.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum InvalidKey {
     /// The key is the empty string.
-    #[error("idempotency key is empty")]
     Empty,
     /// The key is longer than [`MAX_KEY_LEN`] bytes.
-    #[error("idempotency key is {0} bytes long; at most 255 are allowed")]
     TooLong(usize),
     /// The key contains a control character or a non-ASCII byte.
-    #[error("idempotency key has a control character or non-ASCII byte at byte {position}")]
     ForbiddenByte {
         /// Byte offset of the first offending byte.
         position: usize,
     },
     /// The key starts or ends with a space, which header parsing would strip.
-    #[error("idempotency key starts or ends with whitespace")]
     SurroundingWhitespace,
 }
+
+impl fmt::Display for InvalidKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Empty => f.write_str("idempotency key is empty"),
+            Self::TooLong(value) => write!(
+                f,
+                "idempotency key is {value} bytes long; at most 255 are allowed"
+            ),
+            Self::ForbiddenByte { position } => write!(
+                f,
+                "idempotency key has a control character or non-ASCII byte at byte {position}"
+            ),
+            Self::SurroundingWhitespace => {
+                f.write_str("idempotency key starts or ends with whitespace")
+            }
+        }
+    }
+}
+
+impl std::error::Error for InvalidKey {}
 
 #[cfg(test)]
 mod tests {

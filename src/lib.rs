@@ -68,6 +68,7 @@
 //! | [`classification`] | what is retried: the [`Classifier`] contract, [`Decision`], the `Retry-After` parsers |
 //! | [`time`] | the [`Clock`] and the [`Sleeper`], injectable for tests |
 //! | `testing` (feature `testing`) | wiremock responders and assertions for your own tests |
+//! | [`blocking`] (feature `blocking`) | the blocking client, for code without an async runtime |
 //! | [`RetryPolicyConfig`] (feature `serde`) | a policy from TOML/JSON and environment variables |
 //!
 //! # Defaults
@@ -117,6 +118,7 @@
 //! | [`ResilienceMiddleware`] in a `reqwest_middleware` chain | `middleware` |
 //! | [`RetryPolicyConfig`]: a policy from TOML/JSON, environment variables laid over it, durations like `"250ms"` | `serde` |
 //! | the `testing` module: wiremock responders and assertions for your tests | `testing` |
+//! | [`blocking::ResilientClient`]: the same intents from code without an async runtime, as `reqwest::blocking` | `blocking` |
 //! | [`Metrics`]: OpenTelemetry-named metrics through the `metrics` facade (a Prometheus exporter: [`examples/metrics_prometheus.rs`](https://docs.rs/crate/reqwest-resilience/latest/source/examples/metrics_prometheus.rs)) | `metrics` |
 //! | the platform's TLS (OpenSSL on Linux) instead of rustls | `native-tls` (with `default-features = false`) |
 //! | rustls with a crypto provider you install yourself | `rustls-no-provider` |
@@ -175,6 +177,10 @@
 )]
 #![cfg_attr(not(feature = "serde"), doc = "[`RetryPolicyConfig`]: #features")]
 #![cfg_attr(not(feature = "metrics"), doc = "[`Metrics`]: #features")]
+#![cfg_attr(
+    not(feature = "blocking"),
+    doc = "[`blocking`]: #features\n\n[`blocking::ResilientClient`]: #features"
+)]
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations, rust_2018_idioms, unreachable_pub)]
 #![forbid(unsafe_code)]
@@ -236,6 +242,8 @@ mod transport;
 mod whole_body;
 mod write_ahead;
 
+#[cfg(feature = "blocking")]
+pub mod blocking;
 #[cfg(feature = "serde")]
 mod config;
 #[cfg(feature = "metrics")]
@@ -330,4 +338,12 @@ fn _assert_impls() {
     clone::<ResilientClient>();
     clone::<RetryPolicy>();
     clone::<RetryBudget>();
+    #[cfg(feature = "blocking")]
+    {
+        send_sync::<blocking::ResilientClient>();
+        clone::<blocking::ResilientClient>();
+        fn send<T: Send>() {}
+        send::<blocking::Response>();
+        send::<blocking::RequestBuilder>();
+    }
 }

@@ -40,6 +40,11 @@ pub(crate) enum TransportError {
     /// The response's body was longer than the limit it is read whole under.
     TooLarge {
         limit: usize,
+        /// The body's size as far as it is known: its `Content-Length`, or the bytes
+        /// that had arrived when the limit was passed.
+        size: u64,
+        /// Whether `size` is the announced `Content-Length` (else: at least this).
+        announced: bool,
     },
     /// An error from another middleware further down the chain: never retried.
     #[cfg_attr(not(any(feature = "middleware", test)), allow(dead_code))]
@@ -52,7 +57,15 @@ impl From<TransportError> for LastResult {
             TransportError::Reqwest(error) | TransportError::BodyCut(error) => {
                 LastResult::Transport(error)
             }
-            TransportError::TooLarge { limit } => LastResult::Other(Box::new(TooLarge { limit })),
+            TransportError::TooLarge {
+                limit,
+                size,
+                announced,
+            } => LastResult::Other(Box::new(TooLarge {
+                limit,
+                size,
+                announced,
+            })),
             TransportError::Other(error) => LastResult::Other(error),
         }
     }
@@ -62,14 +75,27 @@ impl From<TransportError> for LastResult {
 #[derive(Debug)]
 struct TooLarge {
     limit: usize,
+    size: u64,
+    announced: bool,
 }
 
+/// Names the limit, the size and the two ways out, so that the caller can act.
 impl std::fmt::Display for TooLarge {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (limit, size) = (self.limit, self.size);
+        if self.announced {
+            write!(f, "the response body is {size} bytes (its Content-Length)")?;
+        } else {
+            write!(
+                f,
+                "the response body is over {size} bytes (what had arrived)"
+            )?;
+        }
         write!(
             f,
-            "the response body is larger than {} bytes, the limit it is read whole under",
-            self.limit
+            ", more than the whole_body_limit of {limit} bytes it is read whole under; \
+             the answer is final: raise .whole_body_limit(..) or send without \
+             .whole_body() and read the body yourself"
         )
     }
 }

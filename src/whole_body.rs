@@ -18,17 +18,22 @@ pub(crate) async fn read(
     mut response: reqwest::Response,
     limit: usize,
 ) -> Result<reqwest::Response, TransportError> {
-    if response
-        .content_length()
-        .is_some_and(|len| len > limit as u64)
-    {
-        return Err(TransportError::TooLarge { limit });
+    if let Some(size) = response.content_length().filter(|&len| len > limit as u64) {
+        return Err(TransportError::TooLarge {
+            limit,
+            size,
+            announced: true,
+        });
     }
     let mut body = Vec::new();
     loop {
         match response.chunk().await {
             Ok(Some(chunk)) if body.len() + chunk.len() > limit => {
-                return Err(TransportError::TooLarge { limit })
+                return Err(TransportError::TooLarge {
+                    limit,
+                    size: (body.len() + chunk.len()) as u64,
+                    announced: false,
+                })
             }
             Ok(Some(chunk)) => body.extend_from_slice(&chunk),
             Ok(None) => break,

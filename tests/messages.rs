@@ -364,3 +364,109 @@ async fn a_certificate_for_another_host_and_an_expired_one_say_what_to_fix() {
     );
     assert!(text.contains("renewed"), "{text}");
 }
+
+/// A body over `whole_body_limit` is named with the limit and its size — announced
+/// (Content-Length) or streamed (what had arrived) — and the two ways out.
+#[tokio::test]
+async fn a_body_over_the_whole_body_limit_names_the_limit_and_the_size() {
+    let server = MockServer::start().await;
+    Mock::given(any())
+        .respond_with(ResponseTemplate::new(200).set_body_bytes(vec![b'x'; 5000]))
+        .mount(&server)
+        .await;
+    let client = ResilientClient::with_policy(policy(&RecordingSleeper::new()).build().unwrap());
+
+    let error = client
+        .get(server.uri())
+        .whole_body_limit(4096)
+        .send()
+        .await
+        .expect_err("over the limit");
+    let text = error.to_string();
+    assert_eq!(
+        error.transport_failure(),
+        Some(TransportFailure::ResponseTooLarge)
+    );
+    assert!(text.contains("5000 bytes (its Content-Length)"), "{text}");
+    assert!(text.contains("whole_body_limit of 4096 bytes"), "{text}");
+    assert!(text.contains("raise .whole_body_limit(..)"), "{text}");
+    assert!(!text.contains("not known to be safe"), "{text}");
+
+    // Chunked, no Content-Length: the size is what had arrived when the limit passed.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/report", listener.local_addr().unwrap());
+    let chunked = tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut head = [0u8; 4096];
+        let _ = socket.read(&mut head).await.unwrap();
+        let mut answer = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n".to_vec();
+        for _ in 0..5 {
+            answer.extend_from_slice(format!("3e8\r\n{}\r\n", "y".repeat(1000)).as_bytes());
+        }
+        answer.extend_from_slice(b"0\r\n\r\n");
+        let _ = socket.write_all(&answer).await;
+    });
+    let error = client
+        .get(&url)
+        .whole_body_limit(2500)
+        .send()
+        .await
+        .expect_err("over the limit");
+    let text = error.to_string();
+    assert!(text.contains("over "), "{text}");
+    assert!(text.contains("bytes (what had arrived)"), "{text}");
+    assert!(text.contains("whole_body_limit of 2500 bytes"), "{text}");
+    chunked.await.unwrap();
+}
+
+/// A give-up after waiting out a 409 that asked to come back (the server was still
+/// working) says to wait under the same key, not to stop retrying 409s; a bare 409
+/// (a server that may answer 409 for completed keys) keeps that hint.
+#[tokio::test]
+async fn a_give_up_on_a_key_still_in_progress_suggests_waiting_under_the_same_key() {
+    let server = MockServer::start().await;
+    Mock::given(any())
+        .respond_with(ResponseTemplate::new(409).insert_header("retry-after", "1"))
+        .mount(&server)
+        .await;
+    let sleeper = RecordingSleeper::new();
+    let client = ResilientClient::with_policy(policy(&sleeper).build().unwrap());
+
+    let error = client
+        .post(server.uri())
+        .body("{}")
+        .send()
+        .await
+        .expect_err("still in progress");
+    let text = error.to_string();
+    assert!(error.attempts() > 1, "the 409s were waited out: {text}");
+    assert!(sleeper
+        .delays()
+        .iter()
+        .all(|d| *d >= Duration::from_secs(1)));
+    assert!(
+        text.contains("the server was still working on this key"),
+        "{text}"
+    );
+    assert!(text.contains("retry later under the same key"), "{text}");
+    assert!(!text.contains("retry_conflict_when_keyed"), "{text}");
+
+    let bare = MockServer::start().await;
+    Mock::given(any())
+        .respond_with(ResponseTemplate::new(409))
+        .mount(&bare)
+        .await;
+    let text = client
+        .post(bare.uri())
+        .body("{}")
+        .send()
+        .await
+        .expect_err("409 every time")
+        .to_string();
+    assert!(text.contains("did not say when to come back"), "{text}");
+    assert!(
+        text.contains("set retry_conflict_when_keyed(false)"),
+        "{text}"
+    );
+}

@@ -18,13 +18,7 @@ use axum::Router;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
-use tower_idempotency::{IdempotencyLayer, MemoryStore, Principal};
-
-/// The account an authentication layer found (here a header; never the token itself).
-fn account(parts: &http::request::Parts) -> Option<Principal> {
-    let id = parts.headers.get("x-account")?.to_str().ok()?;
-    Some(Principal::new(id))
-}
+use tower_idempotency::{IdempotencyLayer, MemoryStore, SinglePrincipal};
 
 async fn pay(State(payments): State<Arc<AtomicU64>>, amount: String) -> (StatusCode, String) {
     let id = payments.fetch_add(1, Ordering::SeqCst) + 1;
@@ -34,8 +28,10 @@ async fn pay(State(payments): State<Arc<AtomicU64>>, amount: String) -> (StatusC
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let payments = Arc::new(AtomicU64::new(0));
+    // The README's quick start, as is: one caller, no auth layer. Behind an auth
+    // layer, `.principal(..)` reads the account it found (the README shows how).
     let idempotency = IdempotencyLayer::builder(MemoryStore::new())
-        .principal(account)
+        .principal(SinglePrincipal)
         .build()?;
     let app = Router::new()
         .route("/payments", post(pay).route_layer(idempotency))
@@ -63,7 +59,6 @@ async fn post_payment(
     let request = http::Request::post(format!("http://{addr}/payments"))
         .header("host", addr.to_string())
         .header("idempotency-key", key)
-        .header("x-account", "acct_1")
         .body(Full::new(Bytes::from_static(body.as_bytes())))?;
     let response = sender.send_request(request).await?;
     let status = response.status().as_u16();

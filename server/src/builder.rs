@@ -1,5 +1,6 @@
 //! Building the layer: every setting validated once, in [`Builder::build`].
 
+use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,8 +18,10 @@ use crate::store::Store;
 /// The longest key a layer may be configured to accept.
 pub const MAX_KEY_LEN_LIMIT: usize = 1024;
 
-/// Why [`Builder::build`] refused the settings.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Why [`Builder::build`] refused the settings. Its `Debug` is its message, so that
+/// `?` in a `main` that returns `Result<(), Box<dyn Error>>` prints the fix, not only
+/// the variant's name.
+#[derive(Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {
     /// No principal extractor was given.
@@ -39,6 +42,12 @@ pub enum BuildError {
         /// The lease given.
         lease: Duration,
     },
+}
+
+impl fmt::Debug for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
 }
 
 /// Settings for an [`IdempotencyLayer`]; see [`IdempotencyLayer::builder`].
@@ -223,6 +232,19 @@ mod tests {
 
     fn builder() -> Builder {
         IdempotencyLayer::builder(MemoryStore::new()).principal(SinglePrincipal)
+    }
+
+    /// What `fn main() -> Result<(), Box<dyn Error>>` prints when `?` meets the error
+    /// (its `Debug`): the fix, not a bare `NoPrincipal`.
+    #[test]
+    fn leaving_the_principal_out_names_the_fix_wherever_it_is_printed() {
+        let error = IdempotencyLayer::builder(MemoryStore::new())
+            .build()
+            .expect_err("no principal");
+        let boxed: Box<dyn std::error::Error> = Box::new(error);
+        for printed in [format!("Error: {boxed:?}"), boxed.to_string()] {
+            assert!(printed.contains(".principal(SinglePrincipal)"), "{printed}");
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use http::header::RETRY_AFTER;
 use http::StatusCode;
 
 use super::{Error, GiveUpReason, LastResult};
@@ -95,13 +96,7 @@ impl fmt::Display for Error {
         if let Some(status) = self.last_status() {
             write!(f, "; last status {status}")?;
             if status == StatusCode::CONFLICT {
-                // Some servers (django-idempotency-key by default) answer 409 for a
-                // key that has *completed*: waiting will never clear it.
-                write!(
-                    f,
-                    " (the server still reports this key in progress; if it answers 409 \
-                     for completed keys too, set retry_conflict_when_keyed(false))"
-                )?;
+                self.write_conflict_remedy(f)?;
             }
         } else if inner.reason != GiveUpReason::InvalidRequest {
             self.write_last_failure(f)?;
@@ -127,6 +122,13 @@ impl Error {
             // and known to repeat.
             Some(failure) if failure.proves_not_sent() && !failure.is_transient() => {
                 "a retry would fail the same way"
+            }
+            // The limit, the size and the remedy are in the failure's own text.
+            Some(TransportFailure::ResponseTooLarge) => {
+                return match &self.inner.last {
+                    LastResult::Other(too_large) => write!(f, "{too_large}"),
+                    _ => f.write_str(TransportFailure::ResponseTooLarge.describe()),
+                };
             }
             Some(TransportFailure::Body | TransportFailure::Redirect) => {
                 "the failure is the caller's (the body stream or the redirect policy), not \
@@ -161,6 +163,31 @@ impl Error {
         f.write_str(why)
     }
 
+    /// What to do about a key the server still held at the give-up. A 409 that asks
+    /// to come back (`Retry-After`, as tower-idempotency and the IETF draft's servers
+    /// send) means the first request was still running: it may yet complete, so the
+    /// remedy is patience under the same key. Without one, the server may be of the
+    /// kind that answers 409 for *completed* keys too (django-idempotency-key by
+    /// default), where waiting never helps.
+    fn write_conflict_remedy(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let asked_to_come_back = self
+            .response()
+            .is_some_and(|response| response.headers().contains_key(RETRY_AFTER));
+        if asked_to_come_back {
+            f.write_str(
+                " (the server was still working on this key and asked to come back later: \
+                 the first request may yet complete; retry later under the same key, or \
+                 give the intent a longer deadline; never resend under a new key)",
+            )
+        } else {
+            f.write_str(
+                " (the server still reports this key in progress and did not say when to \
+                 come back; retry later under the same key, and if this server answers 409 \
+                 for completed keys too, set retry_conflict_when_keyed(false))",
+            )
+        }
+    }
+
     /// `; last: …` for an intent whose last attempt got no response: what failed, in
     /// words a person can act on (never the URL, the key or credentials).
     fn write_last_failure(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -168,6 +195,10 @@ impl Error {
         else {
             return Ok(());
         };
+        if failure == TransportFailure::ResponseTooLarge {
+            // Already said, with the limit and the size, in why it was not retried.
+            return Ok(());
+        }
         if failure == TransportFailure::Timeout {
             let after = self
                 .inner

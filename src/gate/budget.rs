@@ -135,16 +135,31 @@ gate_settings! {
 }
 
 /// Why a [`RetryBudgetBuilder`] could not build a budget.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum InvalidBudget {
     /// The ratio was not a finite number in (0, 1].
-    #[error("retry budget ratio must be a finite number in (0, 1], got {0}")]
     Ratio(f64),
     /// The window was shorter than 1 s or longer than 1 h.
-    #[error("retry budget window must be between 1 s and 1 h, got {0:?}")]
     Window(Duration),
 }
+
+impl fmt::Display for InvalidBudget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Ratio(value) => write!(
+                f,
+                "retry budget ratio must be a finite number in (0, 1], got {value}"
+            ),
+            Self::Window(value) => write!(
+                f,
+                "retry budget window must be between 1 s and 1 h, got {value:?}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for InvalidBudget {}
 
 struct Inner {
     settings: Settings,

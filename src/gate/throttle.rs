@@ -143,19 +143,28 @@ pub struct AdaptiveThrottleBuilder {
 }
 
 /// Why an [`AdaptiveThrottleBuilder`] could not build a throttle.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum InvalidThrottle {
     /// K was not a finite number in [1, 1000].
-    #[error("adaptive throttle K must be a finite number in [1, 1000], got {0}")]
     K(f64),
     /// The window was shorter than 500 ms or longer than 1 h.
-    #[error("adaptive throttle window must be between 500 ms and 1 h, got {0:?}")]
     Window(Duration),
     /// The maximum rejection probability was not a finite number in [0, 1).
-    #[error("adaptive throttle maximum rejection probability must be a finite number in [0, 1), got {0}")]
     MaxRejection(f64),
 }
+
+impl fmt::Display for InvalidThrottle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::K(value) => write!(f, "adaptive throttle K must be a finite number in [1, 1000], got {value}"),
+            Self::Window(value) => write!(f, "adaptive throttle window must be between 500 ms and 1 h, got {value:?}"),
+            Self::MaxRejection(value) => write!(f, "adaptive throttle maximum rejection probability must be a finite number in [0, 1), got {value}"),
+        }
+    }
+}
+
+impl std::error::Error for InvalidThrottle {}
 
 /// The settings the probability is computed from, in exact integers.
 #[derive(Debug, Clone, Copy)]

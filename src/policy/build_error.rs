@@ -1,6 +1,7 @@
 //! What [`RetryPolicyBuilder::build`](super::RetryPolicyBuilder::build) rejects,
 //! and the checks it shares.
 
+use std::fmt;
 use std::time::Duration;
 
 use http::header::HeaderName;
@@ -40,17 +41,14 @@ pub(super) fn header_name(setting: &'static str, name: &str) -> Result<HeaderNam
 }
 
 /// A setting that makes no sense, found by [`RetryPolicyBuilder::build`](crate::RetryPolicyBuilder::build).
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum BuildError {
     /// `max_attempts` must be 1–50.
-    #[error("max_attempts must be between 1 and 50, got {0}")]
     MaxAttempts(u32),
     /// A jittered backoff needs a base above zero.
-    #[error("backoff base must be greater than zero")]
     ZeroBackoffBase,
     /// The backoff base is larger than its cap.
-    #[error("backoff base {base:?} is larger than its cap {cap:?}")]
     BackoffBaseAboveCap {
         /// The base.
         base: Duration,
@@ -58,22 +56,16 @@ pub enum BuildError {
         cap: Duration,
     },
     /// A backoff delay above one hour.
-    #[error("backoff delay {0:?} is longer than one hour")]
     BackoffTooLong(Duration),
     /// `retry_after_ceiling` above one hour (an intent must never sleep for ages).
-    #[error("retry_after_ceiling {0:?} is longer than one hour")]
     RetryAfterCeilingTooLong(Duration),
     /// `conflict_delay` above one hour.
-    #[error("conflict_delay {0:?} is longer than one hour")]
     ConflictDelayTooLong(Duration),
     /// `deadline` is zero.
-    #[error("deadline must be greater than zero (use no_deadline() for none)")]
     ZeroDeadline,
     /// `attempt_timeout` is zero.
-    #[error("attempt_timeout must be greater than zero (use no_attempt_timeout() for none)")]
     ZeroAttemptTimeout,
     /// One attempt may not take longer than the whole intent.
-    #[error("attempt_timeout {attempt_timeout:?} is longer than the deadline {deadline:?}")]
     AttemptTimeoutExceedsDeadline {
         /// The attempt timeout.
         attempt_timeout: Duration,
@@ -81,10 +73,8 @@ pub enum BuildError {
         deadline: Duration,
     },
     /// A header name setting is empty.
-    #[error("{0} must not be empty")]
     EmptyHeaderName(&'static str),
     /// A header name setting is not a valid header name.
-    #[error("{setting} {name:?} is not a valid header name")]
     InvalidHeaderName {
         /// Which setting.
         setting: &'static str,
@@ -92,10 +82,8 @@ pub enum BuildError {
         name: String,
     },
     /// The key and the request id would overwrite each other.
-    #[error("key_header and request_id_header are both {0:?}")]
     SameHeaderNames(String),
     /// A [`Hedging`](crate::Hedging) setting makes no sense.
-    #[error("{setting} {problem}")]
     Hedging {
         /// Which setting (`hedging.max_copies`, `hedging.percentile`…).
         setting: &'static str,
@@ -103,3 +91,49 @@ pub enum BuildError {
         problem: String,
     },
 }
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::MaxAttempts(value) => {
+                write!(f, "max_attempts must be between 1 and 50, got {value}")
+            }
+            Self::ZeroBackoffBase => f.write_str("backoff base must be greater than zero"),
+            Self::BackoffBaseAboveCap { base, cap } => {
+                write!(f, "backoff base {base:?} is larger than its cap {cap:?}")
+            }
+            Self::BackoffTooLong(value) => {
+                write!(f, "backoff delay {value:?} is longer than one hour")
+            }
+            Self::RetryAfterCeilingTooLong(value) => {
+                write!(f, "retry_after_ceiling {value:?} is longer than one hour")
+            }
+            Self::ConflictDelayTooLong(value) => {
+                write!(f, "conflict_delay {value:?} is longer than one hour")
+            }
+            Self::ZeroDeadline => {
+                f.write_str("deadline must be greater than zero (use no_deadline() for none)")
+            }
+            Self::ZeroAttemptTimeout => f.write_str(
+                "attempt_timeout must be greater than zero (use no_attempt_timeout() for none)",
+            ),
+            Self::AttemptTimeoutExceedsDeadline {
+                attempt_timeout,
+                deadline,
+            } => write!(
+                f,
+                "attempt_timeout {attempt_timeout:?} is longer than the deadline {deadline:?}"
+            ),
+            Self::EmptyHeaderName(value) => write!(f, "{value} must not be empty"),
+            Self::InvalidHeaderName { setting, name } => {
+                write!(f, "{setting} {name:?} is not a valid header name")
+            }
+            Self::SameHeaderNames(value) => {
+                write!(f, "key_header and request_id_header are both {value:?}")
+            }
+            Self::Hedging { setting, problem } => write!(f, "{setting} {problem}"),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}

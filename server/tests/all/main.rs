@@ -16,6 +16,7 @@ mod postgres;
 mod postgres_locks;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod processes;
+mod readme;
 mod refusal_status;
 #[cfg(feature = "sqlite")]
 mod replay_load;

@@ -1,7 +1,8 @@
 //! The strong mode under a layer: over the same store it is a wiring mistake that
 //! fails loudly before any effect and ruins no key; over another store it works.
 
-use std::sync::Arc;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
 
 use axum::extract::{Request, State};
 use axum::response::IntoResponse;
@@ -16,6 +17,28 @@ use tower_idempotency::{
 };
 
 use crate::support::{account, send, Req, TempDir};
+
+/// What the layer logs while a test runs on this thread (`tokio::test` runs the
+/// servers it spawns on the same thread).
+#[derive(Clone, Default)]
+struct Log(Arc<Mutex<Vec<u8>>>);
+
+impl Log {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+impl Write for Log {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
 
 fn charge(tx: &rusqlite::Transaction<'_>, body: &Bytes) -> Result<StoredResponse, Rollback> {
     tx.execute(
@@ -71,6 +94,14 @@ fn open(dir: &TempDir) -> (SqliteStore, std::path::PathBuf) {
 
 #[tokio::test]
 async fn the_strong_mode_under_a_layer_over_its_own_store_fails_loudly_and_ruins_no_key() {
+    let log = Log::default();
+    let writer = log.clone();
+    let _logging = tracing::subscriber::set_default(
+        tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish(),
+    );
     let dir = TempDir::new("misuse-same");
     let (store, path) = open(&dir);
     let layer = IdempotencyLayer::builder(store.clone())
@@ -82,15 +113,29 @@ async fn the_strong_mode_under_a_layer_over_its_own_store_fails_loudly_and_ruins
     let request = Req::post("/payments", "order-1", "1500");
     for attempt in 0..3 {
         let answer = send(addr, &request).await;
-        // Every attempt hears the same, naming the fix: never a stored 409 replayed.
+        // Every attempt hears the same generic 500 (never a stored 409 replayed);
+        // the wiring is the developer's business, told in the log.
         assert_eq!(answer.status, 500, "attempt {attempt}: {}", answer.text());
         assert!(!answer.replayed());
-        assert!(
-            answer.text().contains("Take the route out of the layer"),
-            "{}",
-            answer.text()
+        assert_eq!(
+            answer.text(),
+            r#"{"type":"about:blank","title":"Internal Server Error","status":500}"#
+        );
+        assert_eq!(
+            answer.headers.get("content-type").unwrap(),
+            "application/problem+json"
         );
     }
+    let logged = log.text();
+    assert_eq!(
+        logged.matches("ERROR").count(),
+        3,
+        "one error event per request: {logged}"
+    );
+    assert!(
+        logged.contains("Take the route out of the layer"),
+        "{logged}"
+    );
     assert_eq!(payments(&path), 0, "nothing ran");
     let kept: i64 = rusqlite::Connection::open(&path)
         .unwrap()

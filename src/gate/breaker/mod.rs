@@ -196,28 +196,54 @@ pub struct CircuitBreakerBuilder {
 }
 
 /// Why a [`CircuitBreakerBuilder`] could not build a breaker.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum InvalidBreaker {
     /// The failure ratio was not a finite number in (0, 1].
-    #[error("circuit breaker failure ratio must be a finite number in (0, 1], got {0}")]
     FailureRatio(f64),
     /// The sampling duration was shorter than 500 ms or longer than 1 h.
-    #[error("circuit breaker sampling duration must be between 500 ms and 1 h, got {0:?}")]
     SamplingDuration(Duration),
     /// The minimum throughput was below 2 (one failure would open the circuit).
-    #[error("circuit breaker minimum throughput must be at least 2, got {0}")]
     MinimumThroughput(u32),
     /// The break duration was shorter than 10 ms or longer than a day.
-    #[error("circuit breaker break duration must be between 10 ms and 24 h, got {0:?}")]
     BreakDuration(Duration),
     /// Half-open admitted no probe: the circuit could never close by itself.
-    #[error("circuit breaker must admit at least one probe in half-open, got 0")]
     Probes,
     /// The slow call duration was shorter than 10 ms or longer than a day.
-    #[error("circuit breaker slow call duration must be between 10 ms and 24 h, got {0:?}")]
     SlowCallDuration(Duration),
 }
+
+impl fmt::Display for InvalidBreaker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::FailureRatio(value) => write!(
+                f,
+                "circuit breaker failure ratio must be a finite number in (0, 1], got {value}"
+            ),
+            Self::SamplingDuration(value) => write!(
+                f,
+                "circuit breaker sampling duration must be between 500 ms and 1 h, got {value:?}"
+            ),
+            Self::MinimumThroughput(value) => write!(
+                f,
+                "circuit breaker minimum throughput must be at least 2, got {value}"
+            ),
+            Self::BreakDuration(value) => write!(
+                f,
+                "circuit breaker break duration must be between 10 ms and 24 h, got {value:?}"
+            ),
+            Self::Probes => {
+                f.write_str("circuit breaker must admit at least one probe in half-open, got 0")
+            }
+            Self::SlowCallDuration(value) => write!(
+                f,
+                "circuit breaker slow call duration must be between 10 ms and 24 h, got {value:?}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for InvalidBreaker {}
 
 /// Where a circuit stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
