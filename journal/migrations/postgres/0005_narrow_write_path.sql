@@ -2,7 +2,9 @@
 -- a heap-only (HOT) update while any index names `state` (the claims' index
 -- must), so every index costs an entry on each write-ahead, claim and result
 -- that matches it; the ones below were paid by every write for readers that
--- need less.
+-- need less. The listing's index (`state, created_ms, key`) stays: it is what
+-- makes a page of a rare state's rows (the unknown ones to reconcile) cheap in
+-- a long history.
 --
 -- One index of the open rows in the order a claim takes them (due time or
 -- lease end, then age) replaces one per open state and the owner's: a
@@ -18,10 +20,6 @@ DROP INDEX IF EXISTS journal_intents_in_flight_owner;
 CREATE INDEX journal_intents_open
     ON journal_intents (COALESCE(due_at_ms, lease_until_ms), created_ms)
     WHERE state IN ('queued', 'in_flight', 'unknown');
--- The listing's cursor walks the intents in creation order, which never
--- changes, and keeps the rows of the state asked for.
-DROP INDEX IF EXISTS journal_intents_listing;
-CREATE INDEX journal_intents_created ON journal_intents (created_ms, key);
 -- Only results wait for an acknowledgement: an open row (every write-ahead,
 -- every enqueue) no longer gets an entry here. The states are written out as
 -- the page's statement writes them, so its generic plan matches.
