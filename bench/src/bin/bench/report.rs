@@ -54,6 +54,9 @@ pub struct Summary {
     pub p12_enqueue_ratio_32: Option<f64>,
     /// At 32 producers: with `pg_notify` inside the transaction ÷ the enqueue alone (P12).
     pub p12_notify_ratio_32: Option<f64>,
+    /// The same transaction with the peer queue's enqueue (underway 0.2's
+    /// statement) ÷ without, 1 producer (P12).
+    pub p12_peer_enqueue_ratio: Option<f64>,
     /// Commit-to-first-byte p99, idle relay in another process (P12).
     pub p12_commit_to_byte_p99_ms: Option<f64>,
     /// Relay intents/s ÷ its row writes' raw rate (P12).
@@ -139,7 +142,7 @@ pub fn summary_line(s: &Summary) -> String {
          p6_decorrelated={} p7_kib={} p8_allocs={} p9_outage={} p9_recovery_s={} \
          p9_refused_at_5pct={} p9_cold_refused={} p9_isolation_refused={} p10_sqlite={} \
          p10_postgres={} p10_sqlite_plain={} p10_postgres_plain={} p11={} p11_added_us={} p11_sqlite={} p11_postgres={} \
-         p12_enqueue_ratio={} p12_enqueue_ratio_32={} p12_notify_ratio_32={} \
+         p12_enqueue_ratio={} p12_enqueue_ratio_32={} p12_notify_ratio_32={} p12_peer_enqueue_ratio={} \
          p12_commit_to_byte_p99_ms={} p12_relay_ratio={} p13_p99_ratio={} p13_p999_ratio={} \
          p13_extra={} p13_tower_p99_ratio={} p13_outage_over_cap={}",
         or_na(s.p1, |v| format!("{v:.3}")),
@@ -169,6 +172,7 @@ pub fn summary_line(s: &Summary) -> String {
         or_na(s.p12_enqueue_ratio, |v| format!("{v:.3}")),
         or_na(s.p12_enqueue_ratio_32, |v| format!("{v:.3}")),
         or_na(s.p12_notify_ratio_32, |v| format!("{v:.3}")),
+        or_na(s.p12_peer_enqueue_ratio, |v| format!("{v:.3}")),
         or_na(s.p12_commit_to_byte_p99_ms, |v| format!("{v:.1}")),
         or_na(s.p12_relay_ratio, |v| format!("{v:.3}")),
         or_na(s.p13_p99_ratio, |v| format!("{v:.3}")),
