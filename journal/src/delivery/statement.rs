@@ -1,7 +1,7 @@
 //! The acknowledgement's statements, shared by the stores and the driver forms
 //! that run them in the application's transaction. States are bound (from
 //! `IntentState::as_str`), except in the unacknowledged page, which must name
-//! its index's predicate (see [`terminal_states`]).
+//! its index's predicate (see `terminal_states!`).
 
 use crate::state::IntentState;
 

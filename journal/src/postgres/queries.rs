@@ -1,6 +1,6 @@
 //! Every statement the PostgreSQL store runs, in one place. Each is prepared once
 //! per connection. State names are bound parameters (from `IntentState::as_str`);
-//! the one exception is [`open_states!`], the open rows' index predicate, which a
+//! the one exception is `open_states!`, the open rows' index predicate, which a
 //! statement must name as written for its generic plan to use that index. Rows
 //! are read by column name (`RETURNING t.*`), and every timestamp comes from the
 //! database's clock.
