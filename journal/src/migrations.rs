@@ -30,6 +30,7 @@ pub(crate) const SQLITE: Schema = Schema::new(
         migration!("sqlite", 2, "0002_worker_incarnation"),
         migration!("sqlite", 3, "0003_outbox_queued"),
         migration!("sqlite", 4, "0004_acknowledged"),
+        migration!("sqlite", 5, "0005_narrow_write_path"),
     ],
 );
 
@@ -45,6 +46,7 @@ pub(crate) const POSTGRES: Schema = Schema::new(
         migration!("postgres", 2, "0002_worker_incarnation"),
         migration!("postgres", 3, "0003_outbox_queued"),
         migration!("postgres", 4, "0004_acknowledged"),
+        migration!("postgres", 5, "0005_narrow_write_path"),
     ],
 );
 

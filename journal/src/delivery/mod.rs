@@ -34,6 +34,7 @@ mod sqlx;
 #[cfg(feature = "postgres")]
 mod tokio_postgres;
 
+#[cfg(feature = "postgres")]
 pub(crate) use statement::TERMINAL;
 #[cfg(feature = "postgres")]
 pub(crate) use statement::{POSTGRES_ACKNOWLEDGE, POSTGRES_UNACKNOWLEDGED};

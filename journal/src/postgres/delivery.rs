@@ -14,13 +14,12 @@ impl PostgresStore {
         &self,
         limit: usize,
     ) -> Result<Vec<IntentRecord>, JournalError> {
-        let [succeeded, failed, abandoned] = TERMINAL.map(|state| state.as_str());
         let live = self.pool.get().await?;
         let rows = self
-            .bounded(live.client.query(
-                &live.statements.unacknowledged,
-                &[&succeeded, &failed, &abandoned, &sql_limit(limit)],
-            ))
+            .bounded(
+                live.client
+                    .query(&live.statements.unacknowledged, &[&sql_limit(limit)]),
+            )
             .await?;
         records(&rows)
     }

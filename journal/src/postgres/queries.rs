@@ -1,7 +1,9 @@
 //! Every statement the PostgreSQL store runs, in one place. Each is prepared once
-//! per connection. State names are bound parameters (from `IntentState::as_str`),
-//! never written here; rows are read by column name (`RETURNING t.*`), and every
-//! timestamp comes from the database's clock.
+//! per connection. State names are bound parameters (from `IntentState::as_str`);
+//! the one exception is `open_states!`, the open rows' index predicate, which a
+//! statement must name as written for its generic plan to use that index. Rows
+//! are read by column name (`RETURNING t.*`), and every timestamp comes from the
+//! database's clock.
 
 use tokio_postgres::{Client, Statement};
 
@@ -23,19 +25,32 @@ macro_rules! on_the_row {
     };
 }
 
+/// The open states as `journal_intents_open`'s predicate writes them
+/// (`migrations/postgres/0005_narrow_write_path.sql`): a partial index serves a
+/// generic plan only when the statement's condition implies its predicate, and
+/// a bound state implies nothing. Checked against `IntentState` by a test below.
+macro_rules! open_states {
+    () => {
+        "('queued', 'in_flight', 'unknown')"
+    };
+}
+
 /// The rows worker `$1` (incarnation `$2`) may claim at `$now`: due `unknown`
 /// (`$3`) and `queued` (`$queued`) rows, ended `in_flight` (`$4`) leases, and
 /// leases its own name holds under another incarnation (a dead predecessor's).
+/// Every one is open: the condition says so first, for the open rows' index.
 macro_rules! claimable {
     ($now:literal, $queued:literal) => {
         concat!(
-            "((i.state IN ($3, ",
+            "(i.state IN ",
+            open_states!(),
+            " AND ((i.state IN ($3, ",
             $queued,
             ") AND i.due_at_ms <= ",
             $now,
             ") OR (i.state = $4 AND (i.lease_until_ms <= ",
             $now,
-            " OR (i.owner = $1 AND i.incarnation IS DISTINCT FROM $2))))"
+            " OR (i.owner = $1 AND i.incarnation IS DISTINCT FROM $2)))))"
         )
     };
 }
@@ -44,7 +59,7 @@ macro_rules! claimable {
 /// `$7` deadline ms, `$8` retention ms, `$9` owner, `$10` incarnation, `$11` lease
 /// ms, `$12` in_flight. Run inside a transaction: it also returns the
 /// transaction's id, to ask its status if the answer to `COMMIT` is lost.
-const WRITE_AHEAD: &str = concat!(
+pub(super) const WRITE_AHEAD: &str = concat!(
     "INSERT INTO journal_intents (key, key_on_wire, method, url, headers, body,
         deadline_ms, retention_end_ms, state, owner, incarnation, lease_until_ms, fence, runs,
         created_ms, updated_ms)
@@ -58,7 +73,7 @@ const WRITE_AHEAD: &str = concat!(
 
 /// `$1` owner, `$2` incarnation, `$3` unknown, `$4` in_flight, `$5` lease ms,
 /// `$6` limit, `$7` queued.
-const CLAIM: &str = concat!(
+pub(super) const CLAIM: &str = concat!(
     "WITH clock AS (SELECT ",
     pg_now_ms!(),
     " AS ms),
@@ -116,13 +131,13 @@ pub(super) const XACT_STATUS: &str = "SELECT pg_xact_status($1::text::xid8)";
 pub(super) const GET: &str = "SELECT * FROM journal_intents WHERE key = $1";
 
 /// `$1` state, `$2` after created ms, `$3` after key, `$4` limit.
-const LIST: &str = "SELECT * FROM journal_intents
+pub(super) const LIST: &str = "SELECT * FROM journal_intents
      WHERE state = $1 AND (created_ms, key) > ($2, $3)
      ORDER BY created_ms, key
      LIMIT $4";
 
 /// `$1` owner, `$2` incarnation, `$3` unknown, `$4` in_flight, `$5` queued.
-const BACKLOG: &str = concat!(
+pub(super) const BACKLOG: &str = concat!(
     "SELECT
         COUNT(*) FILTER (WHERE ",
     claimable!("c.ms", "$5"),
@@ -140,7 +155,9 @@ const BACKLOG: &str = concat!(
      FROM (SELECT ",
     pg_now_ms!(),
     " AS ms) c
-     LEFT JOIN journal_intents i ON i.state IN ($3, $4, $5)"
+     LEFT JOIN journal_intents i ON i.state IN ",
+    open_states!(),
+    " AND i.state IN ($3, $4, $5)"
 );
 
 /// `$1` reason, `$2` key, `$3` abandoned, `$4` in_flight, `$5` unknown, `$6` queued.
@@ -155,7 +172,7 @@ pub(super) const ABANDON: &str = concat!(
 );
 
 /// `$1` older than ms, `$2` succeeded, `$3` failed, `$4` abandoned.
-const PRUNE: &str = concat!(
+pub(super) const PRUNE: &str = concat!(
     "DELETE FROM journal_intents
      WHERE state IN ($2, $3, $4) AND updated_ms <= ",
     pg_now_ms!(),
@@ -208,5 +225,20 @@ impl Statements {
                 .prepare(crate::delivery::POSTGRES_ACKNOWLEDGE)
                 .await?,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::state::IntentState;
+
+    #[test]
+    fn the_written_open_states_are_every_state_not_terminal() {
+        let names: Vec<String> = IntentState::ALL
+            .iter()
+            .filter(|state| !state.is_terminal())
+            .map(|state| format!("'{}'", state.as_str()))
+            .collect();
+        assert_eq!(open_states!(), format!("({})", names.join(", ")));
     }
 }

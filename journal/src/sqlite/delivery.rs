@@ -4,7 +4,6 @@
 use rusqlite::params;
 
 use super::{raw_row, SqliteStore};
-use crate::delivery::TERMINAL;
 use crate::error::JournalError;
 use crate::record::IntentRecord;
 use crate::row::sql_limit;
@@ -16,15 +15,11 @@ impl SqliteStore {
         limit: usize,
     ) -> StoreFuture<'static, Vec<IntentRecord>> {
         self.run(move |conn, _| {
-            let [succeeded, failed, abandoned] = TERMINAL.map(|state| state.as_str());
             let mut statement = conn
                 .prepare_cached(crate::delivery::rusqlite::UNACKNOWLEDGED)
                 .map_err(JournalError::storage)?;
             let rows = statement
-                .query_map(
-                    params![succeeded, failed, abandoned, sql_limit(limit)],
-                    raw_row,
-                )
+                .query_map(params![sql_limit(limit)], raw_row)
                 .map_err(JournalError::storage)?;
             rows.map(|row| row.map_err(JournalError::storage)?.into_record())
                 .collect()

@@ -7,6 +7,8 @@
 
 mod adopt;
 mod delivery;
+#[cfg(test)]
+mod plan_tests;
 mod queries;
 mod shape;
 

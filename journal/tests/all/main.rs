@@ -19,6 +19,7 @@ mod outbox_outage;
 mod outbox_postgres;
 mod outbox_processes;
 mod refused;
+mod released_schema;
 mod restart;
 mod resume;
 mod same_key;

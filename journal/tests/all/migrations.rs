@@ -138,7 +138,7 @@ fn a_journal_from_a_newer_crate_is_refused() {
     rusqlite::Connection::open(&path)
         .unwrap()
         .execute(
-            "INSERT INTO journal_schema_versions (version, name) VALUES (?1, '0005_future')",
+            "INSERT INTO journal_schema_versions (version, name) VALUES (?1, '0006_future')",
             [LATEST + 1],
         )
         .unwrap();
@@ -195,7 +195,7 @@ mod postgres {
             .replace("'unknown'", "'succeeded'");
         v1.batch_execute(&result).await.unwrap();
         let store = PostgresStore::connect(&conninfo).await.unwrap();
-        assert_eq!(versions(&conninfo).await, [1, 2, 3, 4]);
+        assert_eq!(versions(&conninfo).await, [1, 2, 3, 4, 5]);
         let row = store.get("old-1").await.unwrap().expect("the old row");
         assert_eq!((row.state, row.fence), (IntentState::Unknown, 3));
         assert_eq!(row.incarnation, None);
@@ -207,7 +207,7 @@ mod postgres {
         only_new_results_are_unacknowledged(&store, &claimed[0]).await;
         drop(store);
         PostgresStore::connect(&conninfo).await.unwrap();
-        assert_eq!(versions(&conninfo).await, [1, 2, 3, 4], "each step once");
+        assert_eq!(versions(&conninfo).await, [1, 2, 3, 4, 5], "each step once");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -224,7 +224,7 @@ mod postgres {
         for connect in connects {
             connect.await.unwrap().expect("connected and migrated");
         }
-        assert_eq!(versions(&conninfo).await, [1, 2, 3, 4]);
+        assert_eq!(versions(&conninfo).await, [1, 2, 3, 4, 5]);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,8 +12,11 @@
 //! settings (SQLite WAL + `synchronous = FULL`; PostgreSQL's defaults, fsync on),
 //! the same disk. Rounds run in both orders (raw first, durable first, durable
 //! first, raw first, …); each round's ratio is reported, with the disk's fsync
-//! rate beside them. Plus the write-ahead's added latency per intent:
-//! sequential durable sends against plain ones, interleaved.
+//! rate beside them. Beside the raw side, the plainest two writes by key: a
+//! table of a key and a state, `INSERT` then `UPDATE … WHERE key = …`, each
+//! autocommit, on connections of its own (the durable path's floor on that
+//! database, whatever the journal's schema). Plus the write-ahead's added
+//! latency per intent: sequential durable sends against plain ones, interleaved.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -41,6 +44,9 @@ struct Figures {
     raw: Vec<f64>,
     durable: Vec<f64>,
     ratios: Vec<f64>,
+    /// The plainest two writes by key, rows/s, and durable ÷ that per round.
+    plain: Vec<f64>,
+    plain_ratios: Vec<f64>,
     added_p50_us: f64,
     added_p99_us: f64,
 }
@@ -57,15 +63,16 @@ pub async fn run(server: &Server, plan: &Plan, report: &mut Report) {
         let path = dir.join("store.sqlite");
         let store = SqliteStore::open(&path).expect("SQLite journal");
         let raw = RawSqlite::open(&path);
+        let plain = PlainSqlite::open(&dir.join("plain.sqlite"));
         let journal = Journal::builder(store)
             .worker_name("p10")
             .build()
             .expect("journal");
-        measure(&client, &url, &journal, &raw, plan, &dir).await
+        measure(&client, &url, &journal, (&raw, &plain), plan, &dir).await
     };
-    // The store's pool and the raw side hold 32 connections each.
+    // The store's pool, the raw side and the plain side hold 32 connections each.
     let postgres =
-        match ThrowawayPostgres::start_with(Durability::Defaults, &["max_connections=100"]) {
+        match ThrowawayPostgres::start_with(Durability::Defaults, &["max_connections=120"]) {
             Ok(Some(cluster)) => {
                 let store = PostgresStore::builder(cluster.conninfo())
                     .pool_size(P10_TASKS)
@@ -73,11 +80,12 @@ pub async fn run(server: &Server, plan: &Plan, report: &mut Report) {
                     .await
                     .expect("PostgreSQL journal");
                 let raw = RawPostgres::connect(cluster.conninfo(), P10_TASKS).await;
+                let plain = PlainPostgres::connect(cluster.conninfo(), P10_TASKS).await;
                 let journal = Journal::builder(store)
                     .worker_name("p10")
                     .build()
                     .expect("journal");
-                Some(measure(&client, &url, &journal, &raw, plan, &dir).await)
+                Some(measure(&client, &url, &journal, (&raw, &plain), plan, &dir).await)
             }
             Ok(None) => None,
             Err(error) => panic!("P10: starting a throwaway PostgreSQL failed: {error}"),
@@ -100,7 +108,13 @@ pub async fn run(server: &Server, plan: &Plan, report: &mut Report) {
          as the store — into the store's own table, no HTTP. *Durable*: intents/s sent \
          with `.durable(&journal)` (write-ahead, the POST, the result) through \
          reqwest-resilience's defaults. Ratio = median over rounds of (durable ÷ raw in \
-         the same round), with p25–p75 and every round's ratio. fsync/s: 4 KiB \
+         the same round), with p25–p75 and every round's ratio. *Plain*: rows/s of \
+         the plainest two writes by key — a table `(key TEXT PRIMARY KEY, state TEXT, \
+         status INTEGER)`, `INSERT` then `UPDATE … SET state, status WHERE key = …`, \
+         each autocommit, bound parameters, the same connections setup (PostgreSQL: \
+         {P10_TASKS} of its own) — run in the same rounds (the three sides in a \
+         rotated order); *÷ plain* is durable ÷ plain per round, median and worst. \
+         fsync/s: 4 KiB \
          `fdatasync` calls per second on the benchmark's disk, measured before the \
          rounds. Added latency: {} sequential durable sends interleaved with as many \
          plain ones; the difference of their quantiles.\n\n",
@@ -114,6 +128,10 @@ pub async fn run(server: &Server, plan: &Plan, report: &mut Report) {
             "ratio",
             "ratio p25–p75",
             "ratio per round",
+            "plain rows/s",
+            "÷ plain (median)",
+            "÷ plain, worst round",
+            "÷ plain per round",
             "disk fsync/s",
             "added latency p50 µs",
             "added latency p99 µs",
@@ -131,6 +149,17 @@ pub async fn run(server: &Server, plan: &Plan, report: &mut Report) {
 
     let sqlite_ratio = median(&sqlite.ratios);
     report.summary.p10_sqlite = Some(sqlite_ratio);
+    let sqlite_plain = median(&sqlite.plain_ratios);
+    report.summary.p10_sqlite_plain = Some(sqlite_plain);
+    report.target(
+        "P10 SQLite ÷ plain",
+        "≥ 0.9× the plainest INSERT + UPDATE by key".into(),
+        format!(
+            "{sqlite_plain:.3}× (worst round {:.3}×)",
+            worst(&sqlite.plain_ratios)
+        ),
+        sqlite_plain >= 0.9,
+    );
     report.target(
         "P10 SQLite",
         "≥ 0.5× raw (intents/s)".into(),
@@ -140,6 +169,17 @@ pub async fn run(server: &Server, plan: &Plan, report: &mut Report) {
     if let Some(figures) = &postgres {
         let ratio = median(&figures.ratios);
         report.summary.p10_postgres = Some(ratio);
+        let plain = median(&figures.plain_ratios);
+        report.summary.p10_postgres_plain = Some(plain);
+        report.target(
+            "P10 PostgreSQL ÷ plain",
+            format!("≥ 0.7× the plainest INSERT + UPDATE by key, {P10_TASKS} connections"),
+            format!(
+                "{plain:.3}× (worst round {:.3}×)",
+                worst(&figures.plain_ratios)
+            ),
+            plain >= 0.7,
+        );
         report.target(
             "P10 PostgreSQL",
             "≥ 0.5× raw (intents/s)".into(),
@@ -147,6 +187,11 @@ pub async fn run(server: &Server, plan: &Plan, report: &mut Report) {
             ratio >= 0.5,
         );
     }
+}
+
+/// The lowest ratio: the worst round.
+fn worst(ratios: &[f64]) -> f64 {
+    ratios.iter().copied().fold(f64::INFINITY, f64::min)
 }
 
 fn row(name: &str, f: &Figures) -> Vec<String> {
@@ -165,6 +210,14 @@ fn row(name: &str, f: &Figures) -> Vec<String> {
             .map(|r| format!("{r:.2}"))
             .collect::<Vec<_>>()
             .join(" "),
+        format!("{:.0}", median(&f.plain)),
+        format!("{:.3}×", median(&f.plain_ratios)),
+        format!("{:.3}×", worst(&f.plain_ratios)),
+        f.plain_ratios
+            .iter()
+            .map(|r| format!("{r:.2}"))
+            .collect::<Vec<_>>()
+            .join(" "),
         format!("{:.0}", f.fsync_per_s),
         format!("{:.0}", f.added_p50_us),
         format!("{:.0}", f.added_p99_us),
@@ -175,38 +228,58 @@ async fn measure(
     client: &ResilientClient,
     url: &Arc<str>,
     journal: &Journal,
-    raw: &impl RawRows,
+    (raw, plain): (&impl RawRows, &impl RawRows),
     plan: &Plan,
     dir: &std::path::Path,
 ) -> Figures {
-    // Warm-up of both sides, interleaved: connections, prepared statements and
+    // Warm-up of every side, interleaved: connections, prepared statements and
     // their plans, the table's first pages.
     for _ in 0..2 {
         raw_rate(raw, plan.p10_round / 8).await;
         durable_rate(client, url, journal, plan.p10_round / 8).await;
+        raw_rate(plain, plan.p10_round / 8).await;
     }
     let mut figures = Figures {
         fsync_per_s: fsync_rate(dir, Duration::from_secs(1)),
         raw: Vec::new(),
         durable: Vec::new(),
         ratios: Vec::new(),
+        plain: Vec::new(),
+        plain_ratios: Vec::new(),
         added_p50_us: f64::NAN,
         added_p99_us: f64::NAN,
     };
     for round in 0..plan.p10_rounds {
-        let (raw_rate, durable_rate) = if raw_goes_first(round) {
-            let raw_rate = raw_rate(raw, plan.p10_round).await;
+        // The plain side before, between or after the other two, in turn.
+        let plain_at = round % 3;
+        let mut plain_rate = f64::NAN;
+        if plain_at == 0 {
+            plain_rate = raw_rate(plain, plan.p10_round).await;
+        }
+        let (raw_rate_now, durable_rate) = if raw_goes_first(round) {
+            let first = raw_rate(raw, plan.p10_round).await;
+            if plain_at == 1 {
+                plain_rate = raw_rate(plain, plan.p10_round).await;
+            }
             (
-                raw_rate,
+                first,
                 durable_rate(client, url, journal, plan.p10_round).await,
             )
         } else {
             let durable_rate = durable_rate(client, url, journal, plan.p10_round).await;
+            if plain_at == 1 {
+                plain_rate = raw_rate(plain, plan.p10_round).await;
+            }
             (raw_rate(raw, plan.p10_round).await, durable_rate)
         };
-        figures.raw.push(raw_rate);
+        if plain_at == 2 {
+            plain_rate = raw_rate(plain, plan.p10_round).await;
+        }
+        figures.raw.push(raw_rate_now);
         figures.durable.push(durable_rate);
-        figures.ratios.push(durable_rate / raw_rate);
+        figures.ratios.push(durable_rate / raw_rate_now);
+        figures.plain.push(plain_rate);
+        figures.plain_ratios.push(durable_rate / plain_rate);
     }
     let (plain, durable) = latencies(client, url, journal, plan.p10_latency_pairs).await;
     figures.added_p50_us = (quantile(&durable, 0.5) - quantile(&plain, 0.5)) * 1e6;
@@ -528,5 +601,121 @@ impl RawRows for RawPostgres {
             .await
             .expect("raw UPDATE");
         assert_eq!(updated, 1, "raw UPDATE: row not updated");
+    }
+}
+
+/// The plainest two writes by key: its own table of a key and a state.
+const PLAIN_TABLE: &str =
+    "CREATE TABLE p10_plain (key TEXT PRIMARY KEY, state TEXT NOT NULL, status INTEGER)";
+
+/// The plain side on SQLite: a file of its own with the store's settings (WAL,
+/// `synchronous = FULL`), one connection behind a mutex, one blocking task per
+/// statement — as the raw side.
+#[derive(Clone)]
+struct PlainSqlite {
+    conn: Arc<Mutex<rusqlite::Connection>>,
+}
+
+impl PlainSqlite {
+    fn open(path: &std::path::Path) -> PlainSqlite {
+        let conn = rusqlite::Connection::open(path).expect("plain SQLite");
+        conn.busy_timeout(Duration::from_secs(5))
+            .expect("busy timeout");
+        conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0))
+            .expect("WAL");
+        conn.pragma_update(None, "synchronous", "FULL")
+            .expect("FULL");
+        conn.execute_batch(PLAIN_TABLE).expect("plain table");
+        PlainSqlite {
+            conn: Arc::new(Mutex::new(conn)),
+        }
+    }
+
+    async fn run(&self, sql: &'static str, key: String) {
+        let conn = self.conn.clone();
+        tokio::task::spawn_blocking(move || {
+            let conn = conn.lock().expect("plain SQLite lock");
+            let changed = conn
+                .prepare_cached(sql)
+                .and_then(|mut statement| statement.execute([key]))
+                .expect("plain SQLite statement");
+            assert_eq!(changed, 1, "plain SQLite: {sql}");
+        })
+        .await
+        .expect("blocking task");
+    }
+}
+
+impl RawRows for PlainSqlite {
+    async fn insert(&self, _slot: usize, key: String) {
+        self.run(
+            "INSERT INTO p10_plain (key, state) VALUES (?1, 'in_flight')",
+            key,
+        )
+        .await;
+    }
+
+    async fn update(&self, _slot: usize, key: String) {
+        self.run(
+            "UPDATE p10_plain SET state = 'succeeded', status = 200 WHERE key = ?1",
+            key,
+        )
+        .await;
+    }
+}
+
+/// The plain side on PostgreSQL: as many connections of its own as tasks, each
+/// statement prepared once and autocommit.
+#[derive(Clone)]
+struct PlainPostgres {
+    connections: Arc<Vec<(tokio_postgres::Client, [tokio_postgres::Statement; 2])>>,
+}
+
+impl PlainPostgres {
+    async fn connect(conninfo: &str, connections: usize) -> PlainPostgres {
+        let mut made = Vec::with_capacity(connections);
+        for index in 0..connections {
+            let (client, connection) = tokio_postgres::connect(conninfo, tokio_postgres::NoTls)
+                .await
+                .expect("plain PostgreSQL");
+            tokio::spawn(connection);
+            if index == 0 {
+                client
+                    .batch_execute(PLAIN_TABLE)
+                    .await
+                    .expect("plain table");
+            }
+            let insert = client
+                .prepare("INSERT INTO p10_plain (key, state) VALUES ($1, 'in_flight')")
+                .await
+                .expect("prepare plain INSERT");
+            let update = client
+                .prepare("UPDATE p10_plain SET state = 'succeeded', status = 200 WHERE key = $1")
+                .await
+                .expect("prepare plain UPDATE");
+            made.push((client, [insert, update]));
+        }
+        PlainPostgres {
+            connections: Arc::new(made),
+        }
+    }
+
+    async fn run(&self, slot: usize, which: usize, key: String) {
+        let (client, statements) = &self.connections[slot % self.connections.len()];
+        let changed = client
+            .execute(&statements[which], &[&key])
+            .await
+            .expect("plain PostgreSQL statement");
+        assert_eq!(changed, 1, "plain PostgreSQL: no row changed");
+    }
+}
+
+impl RawRows for PlainPostgres {
+    async fn insert(&self, slot: usize, key: String) {
+        self.run(slot, 0, key).await;
+    }
+
+    async fn update(&self, slot: usize, key: String) {
+        self.run(slot, 1, key).await;
     }
 }

@@ -38,6 +38,9 @@ pub struct Summary {
     /// Durable intents/s ÷ the database's raw rows/s (P10).
     pub p10_sqlite: Option<f64>,
     pub p10_postgres: Option<f64>,
+    /// Durable intents/s ÷ the plainest INSERT + UPDATE by key's rows/s (P10).
+    pub p10_sqlite_plain: Option<f64>,
+    pub p10_postgres_plain: Option<f64>,
     /// tower-idempotency's layer: requests/s ÷ the bare route's (P11, HTTP, 32 tasks).
     pub p11: Option<f64>,
     /// The layer's added µs per request in process, 100 B bodies (P11).
@@ -51,6 +54,9 @@ pub struct Summary {
     pub p12_enqueue_ratio_32: Option<f64>,
     /// At 32 producers: with `pg_notify` inside the transaction ÷ the enqueue alone (P12).
     pub p12_notify_ratio_32: Option<f64>,
+    /// The same transaction with the peer queue's enqueue (underway 0.2's
+    /// statement) ÷ without, 1 producer (P12).
+    pub p12_peer_enqueue_ratio: Option<f64>,
     /// Commit-to-first-byte p99, idle relay in another process (P12).
     pub p12_commit_to_byte_p99_ms: Option<f64>,
     /// Relay intents/s ÷ its row writes' raw rate (P12).
@@ -135,8 +141,8 @@ pub fn summary_line(s: &Summary) -> String {
         "SUMMARY p1={} p1_floor={} p2={} p2_floor={} p3={} p4_early={} p5_ms={} p6_full={} \
          p6_decorrelated={} p7_kib={} p8_allocs={} p9_outage={} p9_recovery_s={} \
          p9_refused_at_5pct={} p9_cold_refused={} p9_isolation_refused={} p10_sqlite={} \
-         p10_postgres={} p11={} p11_added_us={} p11_sqlite={} p11_postgres={} \
-         p12_enqueue_ratio={} p12_enqueue_ratio_32={} p12_notify_ratio_32={} \
+         p10_postgres={} p10_sqlite_plain={} p10_postgres_plain={} p11={} p11_added_us={} p11_sqlite={} p11_postgres={} \
+         p12_enqueue_ratio={} p12_enqueue_ratio_32={} p12_notify_ratio_32={} p12_peer_enqueue_ratio={} \
          p12_commit_to_byte_p99_ms={} p12_relay_ratio={} p13_p99_ratio={} p13_p999_ratio={} \
          p13_extra={} p13_tower_p99_ratio={} p13_outage_over_cap={}",
         or_na(s.p1, |v| format!("{v:.3}")),
@@ -157,6 +163,8 @@ pub fn summary_line(s: &Summary) -> String {
         or_na(s.p9_isolation_refused, |v| v.to_string()),
         or_na(s.p10_sqlite, |v| format!("{v:.3}")),
         or_na(s.p10_postgres, |v| format!("{v:.3}")),
+        or_na(s.p10_sqlite_plain, |v| format!("{v:.3}")),
+        or_na(s.p10_postgres_plain, |v| format!("{v:.3}")),
         or_na(s.p11, |v| format!("{v:.3}")),
         or_na(s.p11_added_us, |v| format!("{v:.1}")),
         or_na(s.p11_sqlite, |v| format!("{v:.3}")),
@@ -164,6 +172,7 @@ pub fn summary_line(s: &Summary) -> String {
         or_na(s.p12_enqueue_ratio, |v| format!("{v:.3}")),
         or_na(s.p12_enqueue_ratio_32, |v| format!("{v:.3}")),
         or_na(s.p12_notify_ratio_32, |v| format!("{v:.3}")),
+        or_na(s.p12_peer_enqueue_ratio, |v| format!("{v:.3}")),
         or_na(s.p12_commit_to_byte_p99_ms, |v| format!("{v:.1}")),
         or_na(s.p12_relay_ratio, |v| format!("{v:.3}")),
         or_na(s.p13_p99_ratio, |v| format!("{v:.3}")),

@@ -39,7 +39,7 @@ pub fn journal_versions(path: &Path) -> Vec<(u32, String)> {
 }
 
 /// The latest schema version this crate knows.
-pub const LATEST: u32 = 4;
+pub const LATEST: u32 = 5;
 
 /// The steps a journal at the latest version records.
 pub fn all_steps() -> Vec<(u32, String)> {
@@ -48,6 +48,7 @@ pub fn all_steps() -> Vec<(u32, String)> {
         "0002_worker_incarnation",
         "0003_outbox_queued",
         "0004_acknowledged",
+        "0005_narrow_write_path",
     ]
     .iter()
     .zip(1..)

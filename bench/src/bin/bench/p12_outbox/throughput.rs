@@ -26,8 +26,9 @@ const LEASE_MS: i64 = 300_000;
 const PG_CLAIM: &str = "WITH clock AS (SELECT (extract(epoch FROM now()) * 1000)::bigint AS ms),
      due AS (
          SELECT i.key FROM journal_intents i, clock
-         WHERE ((i.state IN ($3, $7) AND i.due_at_ms <= clock.ms) OR (i.state = $4 AND
-             (i.lease_until_ms <= clock.ms OR (i.owner = $1 AND i.incarnation IS DISTINCT FROM $2))))
+         WHERE (i.state IN ('queued', 'in_flight', 'unknown') AND
+             ((i.state IN ($3, $7) AND i.due_at_ms <= clock.ms) OR (i.state = $4 AND
+             (i.lease_until_ms <= clock.ms OR (i.owner = $1 AND i.incarnation IS DISTINCT FROM $2)))))
          ORDER BY COALESCE(i.due_at_ms, i.lease_until_ms), i.created_ms
          LIMIT $6
          FOR UPDATE OF i SKIP LOCKED)

@@ -38,6 +38,10 @@ pub enum Txn {
     /// As [`Txn::OrderAndIntent`], then `wake_relays()` after `COMMIT` (the
     /// journal's choice: its `NOTIFY` outside the business transaction).
     IntentWakeAfter,
+    /// The order and the peer queue's enqueue (underway 0.2.0's statement and
+    /// trigger, see `underway`), the same payload: the intent's method, URL
+    /// and body as its JSON input.
+    OrderAndPeer,
 }
 
 impl Txn {
@@ -49,6 +53,7 @@ impl Txn {
             Txn::IntentPrepared => "order + enqueue, statement prepared once",
             Txn::IntentNotifyInside => "order + enqueue + pg_notify inside",
             Txn::IntentWakeAfter => "order + enqueue, wake_relays() after COMMIT",
+            Txn::OrderAndPeer => "order + underway 0.2's enqueue (its SQL, prepared once)",
         }
     }
 
@@ -62,7 +67,7 @@ impl Txn {
     }
 
     fn enqueues(self) -> bool {
-        !matches!(self, Txn::Order | Txn::TwoOrders)
+        !matches!(self, Txn::Order | Txn::TwoOrders | Txn::OrderAndPeer)
     }
 }
 
@@ -97,6 +102,8 @@ pub struct PgProducer {
     conn: tokio_postgres::Client,
     /// The enqueue's statement, prepared on this connection.
     enqueue: tokio_postgres::Statement,
+    /// The peer queue's enqueue, prepared on this connection.
+    peer: tokio_postgres::Statement,
     outbox: Outbox,
 }
 
@@ -108,9 +115,14 @@ impl PgProducer {
         tokio::spawn(connection);
         let sql = outbox.intent().statement(Dialect::Postgres).sql;
         let enqueue = conn.prepare(sql).await.expect("P12 prepare the enqueue");
+        let peer = conn
+            .prepare(super::underway::ENQUEUE)
+            .await
+            .expect("P12 prepare the peer's enqueue");
         PgProducer {
             conn,
             enqueue,
+            peer,
             outbox,
         }
     }
@@ -149,6 +161,19 @@ impl PgProducer {
                     .unwrap_or_else(|error| panic!("P12 enqueue: {error}"));
             }
             None => {}
+        }
+        if txn == Txn::OrderAndPeer {
+            let input = format!(
+                r#"{{"method":"POST","url":"{}","body":{}}}"#,
+                self.outbox.url,
+                std::str::from_utf8(BODY).expect("a JSON body")
+            );
+            let task = uuid::Uuid::new_v4().to_string();
+            let rows = tx
+                .execute(&self.peer, &[&task, &input])
+                .await
+                .expect("P12 peer enqueue");
+            assert_eq!(rows, 1, "P12 peer enqueue: no row inserted");
         }
         if txn == Txn::IntentNotifyInside {
             // The journal's own announcement, moved inside the transaction.
