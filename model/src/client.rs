@@ -65,6 +65,7 @@ mod properties;
 mod race;
 pub mod rules;
 mod state;
+pub mod trace;
 
 use std::time::{Duration, Instant};
 
