@@ -6,9 +6,11 @@ use super::model::JournalModel;
 use super::state::{Client, RunAt, Seen, State, Visibility};
 
 /// "refused, nothing was sent" is never followed by a send (of the row that
-/// refused write-ahead would have made).
+/// refused write-ahead would have made). Judges `commit_verdict::verdict`.
 pub const NOTHING_SENT: &str = "refused, nothing was sent: never followed by a send";
-/// At most one sender of an open intent at a time, holding its live lease.
+/// At most one sender of an open intent at a time, holding its live lease. Judges
+/// `join::step_for`, `resume::plan_run` and `Journal::lease_for` (called), and the
+/// copied take-over and claim.
 pub const ONE_SENDER: &str = "at most one live-lease sender per intent";
 /// A write under a fenced-off lease never changes the row.
 pub const FENCED: &str = "a fenced write is never recorded";

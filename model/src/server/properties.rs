@@ -7,11 +7,14 @@ use super::config::{Db, Mode};
 use super::state::{Client, Origin, Phase, Reply, State};
 
 /// The strong mode's promise: the effect happens once per key (within a retention: a
-/// key whose record expired is a new key).
+/// key whose record expired is a new key). Judges the stores' `claim_rule` and
+/// `token_holds` (called), and the model's copy of the strong-mode transaction.
 pub const ONE_EFFECT: &str = "one effect per key in the strong mode";
 /// Keys are scoped to the principal: a stored response is never replayed to another.
+/// Judges `ScopeId::new` (called for every client).
 pub const OWN_PRINCIPAL: &str = "never a stored response to another principal";
 /// A key reused with another payload is refused, never answered with the first's response.
+/// Judges `decision::answer_existing` and the generation fence (`token_holds`).
 pub const SAME_PAYLOAD: &str = "never a replay for another payload";
 /// A 409's `Retry-After` is a poll within bounds: at least 1 s, at most 10 s (and
 /// never past the holder's lease) — judges `decision::answer_existing` and
