@@ -223,7 +223,7 @@ fn first_run_outcome(end: &IntentEnd<'_>, unknown_retry_after: Duration) -> Outc
     )
 }
 
-/// [`first_run_outcome`] over the facts of the end: its status and headers,
+/// `first_run_outcome` over the facts of the end: its status and headers,
 /// why it gave up (if it did), whether the outcome is unknown, and the
 /// server's `Retry-After`.
 pub fn first_run_outcome_of(

@@ -490,6 +490,66 @@ mod tests {
         }
     }
 
+    fn facts(runs: i64, deadline: Option<u64>, retention_left: u64, lease_left: u64) -> RunFacts {
+        RunFacts {
+            runs,
+            deadline: deadline.map(Duration::from_secs),
+            retention_left: Duration::from_secs(retention_left),
+            lease_left: Duration::from_secs(lease_left),
+        }
+    }
+
+    /// The run plan at its boundaries: `max_runs` 3, a 300 s resume lease, a 30 s
+    /// margin. A resumed run must end before its lease does with the margin free
+    /// (the time a response takes to be recorded, and the clocks' skew), or another
+    /// relay may claim the intent while this one is still on the wire.
+    #[test]
+    fn a_resumed_run_keeps_its_lease_margin_free() {
+        let s = Duration::from_secs;
+        let plan = |f: RunFacts| plan_run(&f, 3, s(30), s(300));
+        #[rustfmt::skip]
+        let cases = [
+            ("cut to the lease less its margin", facts(1, Some(600), 86_400, 300), Some(s(270))),
+            ("a shorter deadline is kept",       facts(1, Some(60), 86_400, 300),  Some(s(60))),
+            ("a deadline right at the margin",   facts(1, Some(270), 86_400, 300), Some(s(270))),
+            ("one second past it is cut",        facts(1, Some(271), 86_400, 300), Some(s(270))),
+            ("no deadline: the lease decides",   facts(1, None, 86_400, 300),      Some(s(270))),
+            ("the retention decides",            facts(1, Some(600), 100, 300),    Some(s(100))),
+            ("the last run allowed",             facts(3, Some(60), 86_400, 300),  Some(s(60))),
+            ("one run too many",                 facts(4, Some(60), 86_400, 300),  None),
+            ("a lease shorter than its margin",  facts(1, Some(60), 86_400, 20),   Some(MIN_RUN)),
+        ];
+        for (name, facts, want) in cases {
+            assert_eq!(plan(facts).ok(), want, "{name}");
+        }
+        // A margin larger than half the lease keeps half the lease free.
+        assert_eq!(
+            plan_run(&facts(1, Some(600), 86_400, 300), 3, s(200), s(300)),
+            Ok(s(150))
+        );
+        // The retention's end abandons the intent, at the boundary too.
+        let retention = |left| RunFacts {
+            retention_left: left,
+            ..facts(1, Some(60), 0, 300)
+        };
+        assert!(plan_run(
+            &retention(MIN_RUN - Duration::from_millis(1)),
+            3,
+            s(30),
+            s(300)
+        )
+        .is_err());
+        assert_eq!(plan_run(&retention(MIN_RUN), 3, s(30), s(300)), Ok(MIN_RUN));
+        // Over the whole range of leases: the run ends with the margin free.
+        for lease_left in (40..=600).step_by(7) {
+            let deadline = plan(facts(1, Some(3_600), 86_400, lease_left)).expect("planned");
+            assert!(
+                deadline + s(30) <= s(lease_left),
+                "lease {lease_left} s: a run of {deadline:?} leaves less than the margin"
+            );
+        }
+    }
+
     #[test]
     fn the_loop_waits_until_the_next_due_time_at_most_the_interval() {
         let interval = Duration::from_secs(30);

@@ -20,7 +20,7 @@
 //! Bounds (bounded form / full form): the intents are a keyed POST with a
 //! write-ahead and an unkeyed POST (plus a keyed GET), or a hedged GET;
 //! `max_attempts` 3; a deadline of 6 s / 10 s; the hedge delay 1 s, at most 2 copies
-//! in flight, a hedge cap of 1 (and a run with 2, where `max_copies` binds); other
+//! in flight, a hedge cap of 1 and a run with 2 (two hedges, `max_copies` binds); other
 //! intents change the breaker once / three times. Symmetry: the copies in flight are one
 //! sorted list, so copies that agree in every field (sent at the same tick for the
 //! same cause) are one state whatever their order; nothing else is symmetric (one
@@ -65,6 +65,7 @@ mod properties;
 mod race;
 pub mod rules;
 mod state;
+pub mod trace;
 
 use std::time::{Duration, Instant};
 
@@ -81,15 +82,15 @@ pub use intent::IntentKind;
 pub use model::ClientModel;
 pub use properties::*;
 
-/// Checks the client model at `scope`: the plain loop (`client`) and the hedged
-/// race (`client-hedged`, a hedge cap of one: the cap binds); the full form adds a
-/// race with a cap of two (`client-hedged-cap2`: `max_copies` binds).
+/// Checks the client model at `scope`: the plain loop (`client`), the hedged race
+/// (`client-hedged`, a hedge cap of one: the cap binds) and a race with a cap of two
+/// (`client-hedged-cap2`: two hedges, `max_copies` binds).
 pub fn check(scope: Scope) -> Vec<Report> {
-    let mut reports = vec![run(config(scope, false)), run(config(scope, true))];
-    if scope == Scope::Full {
-        reports.push(run(wide_hedging(config(scope, true))));
-    }
-    reports
+    vec![
+        run(config(scope, false)),
+        run(config(scope, true)),
+        run(wide_hedging(config(scope, true))),
+    ]
 }
 
 /// `config` with a hedge cap of two: two hedges may go, so `max_copies` binds.

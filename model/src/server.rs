@@ -83,22 +83,24 @@ use model::ServerModel;
 /// The configurations a scope checks, with their report names and searches.
 ///
 /// Bounded (CI): one worker, attempts ≤ 2, one crash, one expiry of each kind; the
-/// layer and SQLite with alice and bob, PostgreSQL with alice's duplicate as well
-/// (its 409 needs two live transactions on one key). Full: see `full_configurations`.
+/// layer with alice and bob; both strong modes with a third actor on one key (alice's
+/// duplicate beside alice and bob: two requests of one principal plus another
+/// principal; PostgreSQL's 409 needs two live transactions on one key). Full: see
+/// `full_configurations`.
 pub fn configurations(scope: Scope) -> Vec<(String, Config, Search)> {
     match scope {
         Scope::Bounded => vec![
-            bounded("server-layer", Mode::Layer, 2),
-            bounded("server-strong-postgres", Mode::Strong(Db::Postgres), 3),
-            bounded("server-strong-sqlite", Mode::Strong(Db::Sqlite), 2),
+            bounded("server-layer", Mode::Layer, 2, 2),
+            bounded("server-strong-postgres", Mode::Strong(Db::Postgres), 3, 2),
+            bounded("server-strong-sqlite", Mode::Strong(Db::Sqlite), 3, 2),
         ],
         Scope::Full => full_configurations(),
     }
 }
 
-fn bounded(name: &str, mode: Mode, clients: usize) -> (String, Config, Search) {
+fn bounded(name: &str, mode: Mode, clients: usize, attempts: u8) -> (String, Config, Search) {
     let mut config = Config::new(mode, Config::intents(clients), 1);
-    config.max_attempts = 2;
+    config.max_attempts = attempts;
     config.max_crashes = 1;
     config.max_lease_expiries = 1;
     config.max_retention_expiries = 1;

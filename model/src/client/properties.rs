@@ -7,28 +7,41 @@ use super::model::ClientModel;
 use super::state::{Broken, Seen, State};
 
 /// The next attempt is never sent earlier than the server asked (`Retry-After`).
+/// Judges `classify::classify`'s parse, `decision::after_attempt` and `hedge::hold`
+/// in the model's copy of the loop; the real loop: `trace::not_before_retry_after`.
 pub const NOT_BEFORE_RETRY_AFTER: &str = "no attempt earlier than the Retry-After asked for";
-/// No attempt starts once the deadline has passed.
+/// No attempt starts once the deadline has passed. Judges `attempt_timeout::of_attempt`
+/// and `Deadline::remaining`; the real loop: `trace::nothing_after_deadline`.
 pub const NO_ATTEMPT_AFTER_DEADLINE: &str = "no attempt after the deadline";
-/// Each attempt's timeout is `min(attempt timeout, remaining)`.
+/// Each attempt's timeout is `min(attempt timeout, remaining)`. Judges
+/// `attempt_timeout::of_attempt` and `AttemptTimeout::for_intent`.
 pub const NO_ATTEMPT_OUTLIVES_DEADLINE: &str = "no attempt outlives the deadline";
-/// No pause is started that would end at or after the deadline.
+/// No pause is started that would end at or after the deadline. Judges
+/// `decision::after_attempt`'s useful window and `min_attempt_window`.
 pub const NO_PAUSE_PAST_DEADLINE: &str = "no pause ends at or after the deadline";
-/// The key is generated once; every attempt has a fresh request id.
+/// The key is generated once; every attempt has a fresh request id. Judges only the
+/// model's copy; the real loop: `trace::fresh_request_id_per_attempt` and
+/// `trace::same_key_on_every_attempt`.
 pub const SAME_KEY_FRESH_REQUEST_ID: &str =
     "every attempt carries the intent's key and a fresh request id";
 /// RFC 9110 §9.2.2: a POST without a key goes again only if it provably was not processed.
+/// Judges `classify::classify` in the model's loop; the real loop, with an oracle
+/// independent of the crate's table: `trace::unkeyed_unsafe_never_repeated`.
 pub const UNKEYED_POST_NEVER_RETRIED: &str =
     "a POST without a key is never retried after it may have been processed";
 /// At most `max_copies` copies in flight, every copy counted toward `max_attempts`.
+/// Judges `hedge::may_hedge`; the real loop: `trace::within_max_attempts`.
 pub const COPIES_WITHIN_CAPS: &str = "hedged copies within max_copies and max_attempts";
-/// Refused by the write-ahead: nothing was sent, and nothing will be.
+/// Refused by the write-ahead: nothing was sent, and nothing will be. Judges the
+/// model's copy of the loop's order of steps (the crate's: `tests/all/extension_points.rs`).
 pub const REFUSED_NOTHING_SENT: &str =
     "write-ahead refused, nothing was sent: never followed by a send";
 /// An open circuit admits nothing but its half-open probe; a hedge only while closed.
+/// Judges `gate::breaker::phases::step`.
 pub const OPEN_BREAKER_ADMITS_ONLY_PROBE: &str =
     "an open breaker admits no attempt but the half-open probe, and a hedge only while closed";
-/// A hedge or a copy after a failure goes only with its useful window left.
+/// A hedge or a copy after a failure goes only with its useful window left. Judges
+/// `hedge::may_hedge` and `hedge::after_copy`.
 pub const COPY_HAS_ITS_WINDOW: &str =
     "no hedged copy without its useful window before the deadline";
 /// Every intent ends within the bounds.

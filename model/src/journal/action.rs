@@ -60,4 +60,6 @@ pub enum Action {
     Crash(WorkerId),
     /// The intent's lease ends.
     LeaseEnds(KeyId),
+    /// The server's retention of the key ends (it would run the request again).
+    RetentionEnds(KeyId),
 }

@@ -37,6 +37,8 @@ pub struct Config {
     pub max_runs: i64,
     /// Runs that did nothing at the server (given back), per key, at most.
     pub max_not_performed: u8,
+    /// Keys whose retention at the server may end, at most.
+    pub max_retention_ends: u8,
     /// A mutation of a copied rule, if any.
     pub copy_mutation: Option<CopyMutation>,
     /// The intents' deadline.
@@ -62,6 +64,7 @@ impl Config {
             max_expiries: 2,
             max_runs: 3,
             max_not_performed: 1,
+            max_retention_ends: 1,
             copy_mutation: None,
             deadline: Duration::from_secs(600),
             resume_lease: Duration::from_secs(300),

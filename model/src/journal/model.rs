@@ -128,7 +128,11 @@ impl JournalModel {
     }
 
     fn seen(s: &mut State, event: Seen) {
-        s.history.seen |= event as u8;
+        s.history.seen |= event as u16;
+    }
+
+    fn retention_over(s: &State, k: KeyId) -> bool {
+        s.history.retention_over & 1 << k != 0
     }
 
     /// `record` under the lease of `fence`: the store's answer (`false`: lease lost).
@@ -213,7 +217,15 @@ impl JournalModel {
             }
             (Client::Joining, Action::JoinLook(_)) => {
                 let row = s.rows[slot].filter(|r| r.visibility == Visibility::Committed)?;
-                s.clients[ci] = match model_rules::join_step(true, row.state.journal(), false) {
+                let retention_over = Self::retention_over(s, k);
+                let step = model_rules::join_step(true, row.state.journal(), retention_over);
+                if retention_over {
+                    match step {
+                        JoinStep::Refuse => Self::seen(s, Seen::RetentionRefused),
+                        _ => s.history.sent_past_retention = true,
+                    }
+                }
+                s.clients[ci] = match step {
                     JoinStep::Refuse => Client::Done(End::KeyInUse),
                     JoinStep::SendUnjournaled => {
                         Self::seen(s, Seen::SentUnjournaled);
@@ -231,8 +243,11 @@ impl JournalModel {
                     }
                     s.rows[slot] = Some(taken);
                     s.clients[ci] = Client::Ready(Some(taken.fence));
-                } else if model_rules::join_step(true, row.state.journal(), false)
-                    == JoinStep::TakeOverOrWait
+                } else if model_rules::join_step(
+                    true,
+                    row.state.journal(),
+                    Self::retention_over(s, k),
+                ) == JoinStep::TakeOverOrWait
                 {
                     // It would poll and see the same: a stutter, left out so the
                     // wait is a state without this step, not a cycle.
@@ -258,6 +273,7 @@ impl JournalModel {
                             self.config.unknown_retry_after,
                         );
                         let (to, given_back) = Self::outcome(&outcome);
+                        s.history.outcome_differs |= !response.recorded_as(to, given_back, true);
                         Client::Recording(fence, to, given_back)
                     }
                 };
@@ -345,16 +361,25 @@ impl JournalModel {
                 if run.at != RunAt::Claimed {
                     return None;
                 }
+                let retention_over = s.history.retention_over & 1 << k != 0;
+                let retention_left = match retention_over {
+                    true => std::time::Duration::ZERO,
+                    false => std::time::Duration::from_secs(23 * 3600),
+                };
                 let plan = model_rules::plan_run(
                     i64::from(run.runs),
                     Some(self.config.deadline),
-                    std::time::Duration::from_secs(23 * 3600),
+                    retention_left,
                     self.config.resume_lease,
                     self.config.max_runs,
                     self.config.lease_margin,
                     self.config.resume_lease,
                 );
                 run.at = match plan {
+                    Ok(_) if retention_over => {
+                        s.history.sent_past_retention = true;
+                        RunAt::Ready
+                    }
                     Ok(_) => RunAt::Ready,
                     Err(outcome) => {
                         let (to, given_back) = Self::outcome(&outcome);
@@ -387,6 +412,7 @@ impl JournalModel {
                     self.config.unknown_retry_after,
                 );
                 let (to, given_back) = Self::outcome(&outcome);
+                s.history.outcome_differs |= !response.recorded_as(to, given_back, false);
                 s.workers[usize::from(w)].runs[i].at = RunAt::Recording(to, given_back);
             }
             Action::RunRecord(w, k) => {
@@ -472,6 +498,17 @@ impl JournalModel {
                 worker.incarnation += 1;
                 worker.runs.clear();
                 worker.caught_up = 0;
+            }
+            Action::RetentionEnds(k) => {
+                let row = s.rows[usize::from(k)]?;
+                let ended = s.history.retention_over;
+                if row.visibility != Visibility::Committed
+                    || ended & 1 << k != 0
+                    || ended.count_ones() >= u32::from(self.config.max_retention_ends)
+                {
+                    return None;
+                }
+                s.history.retention_over |= 1 << k;
             }
             Action::LeaseEnds(k) => {
                 let row = s.rows[usize::from(k)]?;
@@ -562,6 +599,7 @@ impl JournalModel {
         for k in 0..self.config.keys {
             actions.push(Action::CommitSettles(k));
             actions.push(Action::LeaseEnds(k));
+            actions.push(Action::RetentionEnds(k));
         }
     }
 
@@ -588,7 +626,8 @@ impl JournalModel {
             Action::CommitSettles(_)
             | Action::Acknowledge(..)
             | Action::Crash(_)
-            | Action::LeaseEnds(_) => self.environment_step(&mut s, action),
+            | Action::LeaseEnds(_)
+            | Action::RetentionEnds(_) => self.environment_step(&mut s, action),
         };
         done.map(|()| s)
     }

@@ -6,23 +6,35 @@ use super::model::JournalModel;
 use super::state::{Client, RunAt, Seen, State, Visibility};
 
 /// "refused, nothing was sent" is never followed by a send (of the row that
-/// refused write-ahead would have made).
+/// refused write-ahead would have made). Judges `commit_verdict::verdict`.
 pub const NOTHING_SENT: &str = "refused, nothing was sent: never followed by a send";
-/// At most one sender of an open intent at a time, holding its live lease.
+/// At most one sender of an open intent at a time, holding its live lease. Judges
+/// `join::step_for`, `resume::plan_run` and `Journal::lease_for` (called), and the
+/// copied take-over and claim.
 pub const ONE_SENDER: &str = "at most one live-lease sender per intent";
 /// A write under a fenced-off lease never changes the row.
 pub const FENCED: &str = "a fenced write is never recorded";
 /// A rolled-back outbox enqueue is never sent.
 pub const ROLLED_BACK: &str = "nothing is sent for a rolled-back enqueue";
-/// The application applies each result once: when its acknowledgement is the first.
-pub const APPLIED_ONCE: &str = "a result is applied once, by the first acknowledgement";
+/// The application applies each result exactly once: never twice, and an
+/// acknowledged result was applied (judges `delivery::settle`, called at every
+/// acknowledgement).
+pub const APPLIED_ONCE: &str = "a result is applied exactly once, by the first acknowledgement";
+/// The outcome a send records is what that send saw (judges `run_outcome` and
+/// `durable::first_run_outcome_of`, called at every response, against
+/// [`Response::recorded_as`](super::state::Response::recorded_as)).
+pub const RECORDED_AS_SEEN: &str = "a recorded outcome is what its send saw";
+/// Once the server's retention of a key has ended, a send would run the request
+/// again: a join is refused and a resumed run abandoned (judges `join::step_for`'s
+/// retention arm and `resume::plan_run`, called with the retention's end).
+pub const NOT_PAST_RETENTION: &str = "nothing is sent for a key whose retention has ended";
 /// Every committed intent is terminal at the end of every path within the bounds.
 pub const TERMINAL: &str = "every committed intent is terminal within the bounds";
 /// Every terminal result is acknowledged at the end of every path.
 pub const DELIVERED: &str = "every terminal result is delivered and acknowledged";
 
 /// The `sometimes` properties: each must be reached, or the model is too weak.
-pub const SOMETIMES: [(&str, Seen); 8] = [
+pub const SOMETIMES: [(&str, Seen); 9] = [
     ("sometimes: a lease taken over", Seen::TakeOver),
     ("sometimes: a run given back", Seen::GivenBack),
     ("sometimes: an ambiguous commit", Seen::AmbiguousCommit),
@@ -36,6 +48,10 @@ pub const SOMETIMES: [(&str, Seen); 8] = [
     (
         "sometimes: a joining send sent again unjournaled",
         Seen::SentUnjournaled,
+    ),
+    (
+        "sometimes: a join refused, the key's retention over",
+        Seen::RetentionRefused,
     ),
 ];
 
@@ -75,6 +91,16 @@ fn one_sender(m: &JournalModel, s: &State) -> bool {
     })
 }
 
+fn applied_once(_: &JournalModel, s: &State) -> bool {
+    s.rows
+        .iter()
+        .zip(&s.history.applied)
+        .all(|(row, &applied)| {
+            let acked = row.is_some_and(|r| r.acked);
+            applied <= 1 && (!acked || applied == 1)
+        })
+}
+
 fn terminal(_: &JournalModel, s: &State) -> bool {
     s.clients.iter().all(|c| matches!(c, Client::Done(_)))
         && s.workers.iter().all(|w| w.runs.is_empty())
@@ -97,8 +123,12 @@ pub fn all() -> Vec<Property<JournalModel>> {
             !s.history.fenced_write_recorded
         }),
         Property::always(ROLLED_BACK, rolled_back),
-        Property::always(APPLIED_ONCE, |_: &JournalModel, s: &State| {
-            s.history.applied.iter().all(|&n| n <= 1)
+        Property::always(NOT_PAST_RETENTION, |_: &JournalModel, s: &State| {
+            !s.history.sent_past_retention
+        }),
+        Property::always(APPLIED_ONCE, applied_once),
+        Property::always(RECORDED_AS_SEEN, |_: &JournalModel, s: &State| {
+            !s.history.outcome_differs
         }),
         Property::eventually(TERMINAL, terminal),
         Property::eventually(DELIVERED, delivered),
@@ -134,6 +164,10 @@ pub fn all() -> Vec<Property<JournalModel>> {
     all.push(Property::sometimes(
         SOMETIMES[7].0,
         |_: &JournalModel, s: &State| s.saw(Seen::SentUnjournaled),
+    ));
+    all.push(Property::sometimes(
+        SOMETIMES[8].0,
+        |_: &JournalModel, s: &State| s.saw(Seen::RetentionRefused),
     ));
     all
 }

@@ -111,6 +111,28 @@ pub enum Response {
 }
 
 impl Response {
+    /// Whether recording `to` (with `given_back` runs given back) says what this
+    /// response showed, as the journal's docs promise it, written here from the
+    /// responses themselves and not from the crate's `run_outcome`: a 2xx is
+    /// `succeeded`, a definite 4xx `failed`; a 409 "in progress" and a give-up that
+    /// may have reached the server leave the outcome `unknown`; a give-up before
+    /// anything happened at the server gives a resumed run back, still due, while
+    /// the first run's caller was told it failed: that is final (`first_run`).
+    pub fn recorded_as(self, to: RowState, given_back: u8, first_run: bool) -> bool {
+        match self {
+            Self::NotPerformed if first_run => to == RowState::Failed && given_back == 0,
+            Self::Created => to == RowState::Succeeded && given_back == 0,
+            Self::Unprocessable => to == RowState::Failed && given_back == 0,
+            Self::InProgress | Self::Lost => to == RowState::Unknown && given_back == 0,
+            Self::NotPerformed => {
+                matches!(
+                    to,
+                    RowState::Queued | RowState::InFlight | RowState::Unknown
+                ) && given_back > 0
+            }
+        }
+    }
+
     /// Every response the model tries.
     pub const ALL: [Response; 5] = [
         Self::Created,
@@ -243,17 +265,24 @@ pub struct History {
     pub rolled_back: u8,
     /// A write under a fenced-off lease was recorded.
     pub fenced_write_recorded: bool,
+    /// An outcome to record differed from what its send saw.
+    pub outcome_differs: bool,
+    /// Keys whose retention at the server has ended (a bit per key).
+    pub retention_over: u8,
+    /// A join or a resumed run's plan let a send go for a key whose retention had
+    /// ended.
+    pub sent_past_retention: bool,
     /// Per key: how often its result was applied by an acknowledgement.
     pub applied: Vec<u8>,
     /// Per key: runs that did nothing at the server (bounded by the configuration).
     pub not_performed: Vec<u8>,
     /// The `sometimes` events seen (bits of [`Seen`]).
-    pub seen: u8,
+    pub seen: u16,
 }
 
 /// The `sometimes` events, as bits of [`History::seen`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
+#[repr(u16)]
 pub enum Seen {
     /// A lease taken over (a claim or take-over of an `in_flight` row).
     TakeOver = 1,
@@ -271,6 +300,8 @@ pub enum Seen {
     AbandonedAfterRuns = 64,
     /// A joining send sent again without a journal row.
     SentUnjournaled = 128,
+    /// A join refused because the server's retention of the key had ended.
+    RetentionRefused = 256,
 }
 
 /// The whole model state.
@@ -295,6 +326,6 @@ pub struct State {
 impl State {
     /// Whether `event` happened.
     pub fn saw(&self, event: Seen) -> bool {
-        self.history.seen & event as u8 != 0
+        self.history.seen & event as u16 != 0
     }
 }

@@ -42,6 +42,7 @@ fn apply(s: &State, p: &Permutation) -> State {
     t.history.told_nothing_sent = mask(s.history.told_nothing_sent, &p.clients);
     t.history.sent = mask(s.history.sent, &p.clients);
     t.history.rolled_back = mask(s.history.rolled_back, &p.clients);
+    t.history.retention_over = mask(s.history.retention_over, &p.keys);
     t
 }
 

@@ -92,12 +92,13 @@ pub fn answer(record: &Record, payload: u8) -> Reply {
         fingerprint: fingerprint(record.fingerprint),
         state,
     };
-    reply(model_rules::answer_existing(
-        &existing,
-        &fingerprint(payload),
-        now(),
-        pace(),
-    ))
+    let same_payload = existing.fingerprint == fingerprint(payload);
+    let in_progress = !matches!(existing.state, ExistingState::Completed(_));
+    reply(
+        model_rules::answer_existing(&existing, &fingerprint(payload), now(), pace()),
+        same_payload,
+        in_progress,
+    )
 }
 
 /// The answer when a strong-mode claim gave up waiting for another transaction's row
@@ -108,12 +109,13 @@ pub fn answer_uncommitted(payload: u8) -> Reply {
         fingerprint: fingerprint(payload),
         state: ExistingState::Uncommitted,
     };
-    reply(model_rules::answer_existing(
-        &existing,
-        &fingerprint(payload),
-        now(),
-        pace(),
-    ))
+    let same_payload = existing.fingerprint == fingerprint(payload);
+    let in_progress = !matches!(existing.state, ExistingState::Completed(_));
+    reply(
+        model_rules::answer_existing(&existing, &fingerprint(payload), now(), pace()),
+        same_payload,
+        in_progress,
+    )
 }
 
 /// The pace the modelled layer answers with: the model's lease, no handler
@@ -121,20 +123,29 @@ pub fn answer_uncommitted(payload: u8) -> Reply {
 fn pace() -> InProgressPace {
     InProgressPace {
         lease: LEASE,
-        typical_run: None,
-        extra_second: false,
+        typical_run: Some(TYPICAL_RUN),
+        extra_second: true,
     }
 }
 
-fn reply(answer: Answer) -> Reply {
+/// The modelled handlers' typical run: longer than a 409's longest poll, so the
+/// answer's upper bound is met (the uncommitted holder's answer meets the lower).
+const TYPICAL_RUN: Duration = Duration::from_secs(30);
+
+fn reply(answer: Answer, same_payload: bool, in_progress: bool) -> Reply {
     match answer {
         Answer::Replay(stored) => match stored.body[..] {
             [principal, payload] => Reply::Replayed(Origin { principal, payload }),
             _ => unreachable!("every modelled response names its origin"),
         },
         Answer::Refuse(refusal) => match refusal.kind() {
-            RefusalKind::InProgress => Reply::InProgress,
-            RefusalKind::Mismatch => Reply::Mismatch,
+            RefusalKind::InProgress => Reply::InProgress {
+                retry_after_secs: refusal
+                    .retry_after()
+                    .map_or(0, |ra| u8::try_from(ra.as_secs()).unwrap_or(u8::MAX)),
+                same_payload,
+            },
+            RefusalKind::Mismatch => Reply::Mismatch { in_progress },
             RefusalKind::NotStored(_) => Reply::NotStored,
             other => unreachable!("answer_existing refused with {other:?}"),
         },

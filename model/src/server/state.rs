@@ -50,7 +50,7 @@ impl Client {
         self.last.is_some_and(|last| {
             matches!(
                 last.reply,
-                Reply::Executed(_) | Reply::Replayed(_) | Reply::Mismatch | Reply::NotStored
+                Reply::Executed(_) | Reply::Replayed(_) | Reply::Mismatch { .. } | Reply::NotStored
             )
         })
     }
@@ -184,9 +184,17 @@ pub enum Reply {
     /// A stored response, replayed.
     Replayed(Origin),
     /// 409: the key is in progress.
-    InProgress,
+    InProgress {
+        /// Its `Retry-After`, in whole seconds.
+        retry_after_secs: u8,
+        /// The request carried the payload the key was claimed with.
+        same_payload: bool,
+    },
     /// 422: the key was used with another payload.
-    Mismatch,
+    Mismatch {
+        /// The key was still in progress (not finished).
+        in_progress: bool,
+    },
     /// 410: finished, the response not kept.
     NotStored,
     /// 503: the store (SQLite's writer) was busy; nothing ran.
