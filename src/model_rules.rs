@@ -13,7 +13,9 @@
 //! can count in whole ticks.
 
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::clock::Instant;
 
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
 

@@ -5,7 +5,9 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::clock::Instant;
 
 use crate::attempt_log::AttemptOutcome;
 

@@ -9,7 +9,9 @@
 
 use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::clock::Instant;
 
 use super::rules::adaptive_delay;
 use super::Hedging;

@@ -2,7 +2,9 @@
 //! intent is hedged at all, whether a hedge may go now, what a copy's end means
 //! for the race, and the adaptive delay.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::clock::Instant;
 
 use http::Method;
 

@@ -11,7 +11,9 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::task::Poll;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::clock::Instant;
 
 use tracing::Instrument;
 
@@ -75,8 +77,12 @@ pub(super) async fn run<T: Transport>(
     race.run(intent, transport, started).await
 }
 
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 type Sending<'a> =
     Pin<Box<dyn Future<Output = Result<reqwest::Response, TransportError>> + Send + 'a>>;
+// In the browser and node a copy's future holds `fetch`'s, which is not `Send`.
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+type Sending<'a> = Pin<Box<dyn Future<Output = Result<reqwest::Response, TransportError>> + 'a>>;
 
 /// A copy in flight.
 struct InFlight<'a> {

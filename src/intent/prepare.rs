@@ -3,7 +3,9 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::clock::Instant;
 
 use super::{BodyFactory, Intent};
 use crate::attempt_timeout;
@@ -15,7 +17,7 @@ use crate::observer::IntentObserver;
 use crate::outgoing::{self, AttemptWire};
 use crate::policy::PolicyInner;
 use crate::template::Requests;
-use crate::transport::{Transport, TransportError};
+use crate::transport::{MaybeSend, Transport, TransportError};
 use crate::whole_body;
 use crate::write_ahead::WriteAhead;
 
@@ -162,7 +164,7 @@ impl<T: Transport> Prepared<T> {
         deadline: &Deadline,
         attempt: &Attempt,
     ) -> Result<
-        impl Future<Output = Result<reqwest::Response, TransportError>> + Send + '_,
+        impl Future<Output = Result<reqwest::Response, TransportError>> + MaybeSend + '_,
         GiveUpReason,
     > {
         let request = self.attempt_request(policy, deadline, attempt)?;

@@ -1,7 +1,9 @@
 //! What the attempt loop accumulates across attempts: the log, whether an attempt
 //! may have had an effect, the jitter source; and how it records and gives up.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::clock::Instant;
 
 use http::Method;
 use rand::rngs::StdRng;
@@ -181,9 +183,14 @@ impl LoopState {
     /// The intent ends with `response`: the attempt log goes with it.
     pub(super) fn attach_log(&mut self, response: &mut reqwest::Response) {
         record_end(self.log.len(), "response");
+        // `fetch`'s responses carry no extensions: in the browser the observers are
+        // where the log of a successful intent is read.
+        #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
         response
             .extensions_mut()
             .insert(std::mem::take(&mut self.log));
+        #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+        let _ = response;
     }
 }
 

@@ -3,7 +3,9 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::clock::Instant;
 
 use crate::attempt_log::AttemptOutcome;
 use crate::gate::contract::{Gate, GateRefusal, GateScope, RetryCause};

@@ -2,7 +2,9 @@
 //! told as copies go out, lose or are cancelled, and the error when the race ends
 //! without a winner. The race itself (`hedged.rs`) only decides.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::clock::Instant;
 
 use super::super::prepare::Prepared;
 use super::super::state::LoopState;
