@@ -11,8 +11,13 @@ use serde_json::Value;
 /// The server scripts/wasm-tests.sh started (interop's `browser_server`), as
 /// `http://127.0.0.1:PORT`, fixed when the tests were compiled.
 pub fn server() -> &'static str {
-    option_env!("REQWEST_RESILIENCE_TEST_SERVER")
-        .expect("REQWEST_RESILIENCE_TEST_SERVER is unset: run these tests through scripts/wasm-tests.sh, which starts the server")
+    match option_env!("REQWEST_RESILIENCE_TEST_SERVER") {
+        Some(address) => address,
+        None => panic!(
+            "REQWEST_RESILIENCE_TEST_SERVER was unset when these tests were compiled: run \
+             them through scripts/wasm-tests.sh, which starts the server"
+        ),
+    }
 }
 
 /// A URL of a scenario no other test uses: `{server}/s/{name}-{random}/{route}`.
