@@ -25,14 +25,13 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::clock::Instant;
-
 use futures_util::future::Either;
 use tracing::Instrument;
 
 use crate::attempt_log::AttemptLog;
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 use crate::attempt_log::EndNotRecorded;
+use crate::clock::Instant;
 use crate::deadline::Deadline;
 use crate::decision::{self, Ended, Facts, Next};
 use crate::error::{Error, GiveUpContext, GiveUpReason, LastResult};

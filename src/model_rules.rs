@@ -15,13 +15,12 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use crate::clock::Instant;
-
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
 
 use crate::attempt_log::DelayReason;
 use crate::attempt_timeout::{self, AttemptTimeout};
 use crate::classify::{self, AttemptResult, AttemptView, StatusSet};
+use crate::clock::Instant;
 use crate::clock::SystemClock;
 use crate::deadline::Deadline;
 use crate::decision::{self, Next};

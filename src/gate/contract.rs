@@ -7,9 +7,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::clock::Instant;
-
 use crate::attempt_log::AttemptOutcome;
+use crate::clock::Instant;
 
 /// Asked before every attempt of every intent of a policy; told about every attempt.
 ///

@@ -4,12 +4,11 @@
 
 use std::time::Duration;
 
-use crate::clock::Instant;
-
 use http::Method;
 
 use super::Hedging;
 use crate::attempt_log::DelayReason;
+use crate::clock::Instant;
 use crate::decision::Next;
 use crate::error::GiveUpReason;
 

@@ -13,13 +13,12 @@ use std::pin::Pin;
 use std::task::Poll;
 use std::time::Duration;
 
-use crate::clock::Instant;
-
 use tracing::Instrument;
 
 use super::prepare::{Attempt, Prepared};
 use super::state::LoopState;
 use crate::attempt_log::DelayReason;
+use crate::clock::Instant;
 use crate::deadline::Deadline;
 use crate::decision::{self, Ended, Facts};
 use crate::error::{Error, GiveUpReason, LastResult};

@@ -5,10 +5,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::clock::Instant;
-
 use super::{BodyFactory, Intent};
 use crate::attempt_timeout;
+use crate::clock::Instant;
 use crate::deadline::Deadline;
 use crate::error::{Error, GiveUpReason};
 use crate::idempotency::IdempotencyKey;

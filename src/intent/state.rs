@@ -3,14 +3,13 @@
 
 use std::time::Duration;
 
-use crate::clock::Instant;
-
 use http::Method;
 use rand::rngs::StdRng;
 
 use super::prepare::{Attempt, Prepared};
 use crate::attempt_log::{AttemptLog, AttemptRecord};
 use crate::classify::{classify_result, Verdict};
+use crate::clock::Instant;
 use crate::error::{Error, GiveUpContext, GiveUpReason, LastResult};
 use crate::gate::{GateRefusal, GateScope};
 use crate::ids::RequestId;

@@ -6,7 +6,6 @@
 use std::time::Duration;
 
 use crate::clock::Instant;
-
 use crate::gate::ratio::{whole, Millionths};
 use crate::gate::window::{counts, Epochs, Window};
 

@@ -4,12 +4,11 @@
 
 use std::time::Duration;
 
-use crate::clock::Instant;
-
 use super::super::prepare::Prepared;
 use super::super::state::LoopState;
 use super::{Ending, InFlight, Race};
 use crate::attempt_log::{AttemptLog, AttemptOutcome, AttemptRecord};
+use crate::clock::Instant;
 use crate::error::{Error, LastResult};
 use crate::gate::{self, GateScope, RetryCause};
 use crate::observer::{HedgeEvent, HedgeEventKind};
