@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The crate on wasm32-unknown-unknown: builds it with the README's command, then runs
 # wasm/'s tests against interop's browser_server (tower-idempotency with CORS, on
-# 127.0.0.1): tests/http.rs in node, then tests/http.rs and the payment page's
-# tests/page.rs in headless Chromium.
+# 127.0.0.1): tests/http.rs and tests/time.rs in node, then those and the payment
+# page's tests/page.rs in headless Chromium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-browser.sh
@@ -38,7 +38,7 @@ echo "browser_server at $address"
 export REQWEST_RESILIENCE_TEST_SERVER=$address
 export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner
 echo "-- node"
-cargo test --target wasm32-unknown-unknown -p reqwest-resilience-wasm --test http
+cargo test --target wasm32-unknown-unknown -p reqwest-resilience-wasm --test http --test time
 echo "-- headless Chromium (wasm/webdriver.json has its flags)"
 WASM_BINDGEN_USE_BROWSER=1 cargo test --target wasm32-unknown-unknown \
-  -p reqwest-resilience-wasm --test http --test page
+  -p reqwest-resilience-wasm --test http --test time --test page
