@@ -9,7 +9,7 @@
 //! tower-idempotency it waits for the first one or replays its result). Only a
 //! confirmed payment opens a new intent, with a new key.
 //!
-//! [`mount`] builds the form into any element; `index.html` beside this crate shows it
+//! `mount` builds the form into any element; `index.html` beside this crate shows it
 //! in a page, and `tests/page.rs` presses its button in headless Chromium.
 //!
 //! The form's state is written on the status line's `data-state` (`ready`, `sending`,
