@@ -175,6 +175,12 @@
 )]
 #![cfg_attr(not(feature = "serde"), doc = "[`RetryPolicyConfig`]: #features")]
 #![cfg_attr(not(feature = "metrics"), doc = "[`Metrics`]: #features")]
+// In the browser and node's docs, what exists only on native targets points at what
+// takes its place there.
+#![cfg_attr(
+    all(target_arch = "wasm32", target_os = "unknown"),
+    doc = "[`ResponseExt`]: crate::IntentObserver"
+)]
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations, rust_2018_idioms, unreachable_pub)]
 #![forbid(unsafe_code)]
@@ -318,6 +324,10 @@ pub use watch::{
 /// build a [`reqwest::Certificate`], a [`reqwest::ClientBuilder`] for
 /// [`ResilientClient::from_builder`], or match a [`reqwest::StatusCode`] without adding a
 /// second, version-matched `reqwest` dependency.
+#[cfg_attr(
+    all(target_arch = "wasm32", target_os = "unknown"),
+    doc = "\n[`reqwest::Certificate`]: reqwest"
+)]
 pub use reqwest;
 
 /// The README's examples, compiled as doc tests.
