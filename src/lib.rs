@@ -324,10 +324,6 @@ pub use watch::{
 /// build a [`reqwest::Certificate`], a [`reqwest::ClientBuilder`] for
 /// [`ResilientClient::from_builder`], or match a [`reqwest::StatusCode`] without adding a
 /// second, version-matched `reqwest` dependency.
-#[cfg_attr(
-    all(target_arch = "wasm32", target_os = "unknown"),
-    doc = "\n[`reqwest::Certificate`]: reqwest"
-)]
 pub use reqwest;
 
 /// The README's examples, compiled as doc tests.

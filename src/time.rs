@@ -11,11 +11,6 @@
 //! seed ([`RetryPolicyBuilder::rng_seed`](crate::RetryPolicyBuilder::rng_seed)) the
 //! retries of a test happen for real over HTTP, in no time, with repeatable delays.
 
-#![cfg_attr(
-    all(target_arch = "wasm32", target_os = "unknown"),
-    doc = "[`TokioSleeper`]: JsTimerSleeper"
-)]
-
 pub use crate::clock::{Clock, Instant, SystemClock, SystemTime, VirtualClock};
 #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
 pub use crate::sleeper::JsTimerSleeper;
