@@ -5,20 +5,21 @@
 # page's tests/page.rs in headless Chromium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/ensure-browser.sh
+timed_part() { local label=$1 start=$SECONDS; shift; "$@"; echo "($label: $((SECONDS - start)) s)"; }
+timed_part "tools (installed when missing)" bash scripts/ensure-browser.sh
 
+# The wasm-only code with warnings denied, on its own target only (so the native
+# build below still reuses what the test step built). No clippy on this target: it
+# would check every dependency a second time, minutes on CI's two cores.
+export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="-D warnings"
 # The README's wasm32 build command, run as written there, so the two cannot differ.
 build=$(grep -m1 -E '^(RUSTFLAGS=[^ ]+ )?cargo build --target wasm32-unknown-unknown' README.md)
 [ -n "$build" ] || { echo "README.md has no wasm32 build command" >&2; exit 1; }
 echo "+ $build"
-bash -c "$build"
-# The wasm-only code, linted on its own target (native clippy never sees it).
-cargo clippy --quiet --target wasm32-unknown-unknown -p reqwest-resilience --lib \
-  --no-default-features --features json,query,form,serde,metrics -- -D warnings
-cargo clippy --quiet --target wasm32-unknown-unknown -p reqwest-resilience-wasm \
-  --all-targets -- -D warnings
+timed_part "wasm32 build" bash -c "$build"
 
-cargo build --quiet -p reqwest-resilience-interop --bin browser_server
+# With the workspace's features, as the test step of .ci/run built it: reused there.
+timed_part "browser_server" cargo build --quiet --workspace --all-features --bin browser_server
 target_dir=$(cargo metadata --format-version 1 --no-deps |
   python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 log=$(mktemp)
@@ -38,7 +39,8 @@ echo "browser_server at $address"
 export REQWEST_RESILIENCE_TEST_SERVER=$address
 export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner
 echo "-- node"
-cargo test --target wasm32-unknown-unknown -p reqwest-resilience-wasm --test http --test time
+timed_part "node tests" cargo test --target wasm32-unknown-unknown -p reqwest-resilience-wasm \
+  --test http --test time
 echo "-- headless Chromium (wasm/webdriver.json has its flags)"
-WASM_BINDGEN_USE_BROWSER=1 cargo test --target wasm32-unknown-unknown \
-  -p reqwest-resilience-wasm --test http --test time --test page
+timed_part "Chromium tests" env WASM_BINDGEN_USE_BROWSER=1 cargo test \
+  --target wasm32-unknown-unknown -p reqwest-resilience-wasm --test http --test time --test page
