@@ -70,8 +70,8 @@ async fn host_timer(duration: Duration) {
     while left > 0 {
         let turn = left.min(MAX_TIMER_MILLIS);
         left -= turn;
-        // `turn` fits: it is at most i32::MAX.
-        gloo_timers::future::TimeoutFuture::new(turn as u32).await;
+        let millis = u32::try_from(turn).unwrap_or(i32::MAX.unsigned_abs());
+        gloo_timers::future::TimeoutFuture::new(millis).await;
     }
 }
 
