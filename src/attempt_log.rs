@@ -311,6 +311,11 @@ impl DelayReason {
 }
 
 /// Reads the attempt log a [`crate::ResilientClient`] stored in a response.
+///
+/// Not in the browser and node (wasm32-unknown-unknown): `fetch`'s responses carry no
+/// extensions. There an [`IntentObserver`](crate::IntentObserver) hears every attempt
+/// and the end of every intent, the successful ones too.
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 pub trait ResponseExt {
     /// The log of the intent that produced this response.
     fn attempt_log(&self) -> Option<&AttemptLog>;
@@ -320,6 +325,7 @@ pub trait ResponseExt {
     fn end_not_recorded(&self) -> bool;
 }
 
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 impl ResponseExt for reqwest::Response {
     fn attempt_log(&self) -> Option<&AttemptLog> {
         self.extensions().get::<AttemptLog>()

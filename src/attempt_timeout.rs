@@ -75,6 +75,7 @@ pub fn of_attempt(each: Option<Duration>, left: Option<Duration>) -> Option<Dura
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum WireTimeout {
     /// The reqwest client was built with this timeout.
+    #[cfg_attr(all(target_arch = "wasm32", target_os = "unknown"), allow(dead_code))]
     BuiltIntoClient(Duration),
     /// The client's own timeout is unknown (a client built elsewhere, a
     /// middleware chain's): every request carries its timeout.
@@ -83,7 +84,9 @@ pub(crate) enum WireTimeout {
 
 impl WireTimeout {
     /// Builds `attempt_timeout` into the client `builder` will build, when there
-    /// is one, and says who applies it then.
+    /// is one, and says who applies it then. (`fetch`'s client has no timeout of its
+    /// own: in the browser every request carries it.)
+    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
     pub(crate) fn build_into(
         builder: reqwest::ClientBuilder,
         attempt_timeout: Option<Duration>,

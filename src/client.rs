@@ -13,7 +13,9 @@ use std::time::Duration;
 use http::Method;
 use reqwest::IntoUrl;
 
-use crate::attempt_timeout::{WireTimeout, DEFAULT_ATTEMPT_TIMEOUT};
+use crate::attempt_timeout::WireTimeout;
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+use crate::attempt_timeout::DEFAULT_ATTEMPT_TIMEOUT;
 use crate::error::Error;
 use crate::failure;
 use crate::policy::RetryPolicy;
@@ -31,10 +33,36 @@ pub const MAX_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Half the attempt timeout, at most [`MAX_CONNECT_TIMEOUT`]: below the attempt
 /// timeout, so a connect that never completes is reported as a connect failure.
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 fn connect_timeout_for(attempt_timeout: Option<Duration>) -> Duration {
     attempt_timeout.map_or(MAX_CONNECT_TIMEOUT, |attempt| {
         (attempt / 2).min(MAX_CONNECT_TIMEOUT)
     })
+}
+
+/// Fits `builder` to a policy whose attempts time out after `attempt_timeout`:
+/// reqwest's retry layer off, a connect timeout below the attempt timeout, and the
+/// attempt timeout as the client's own.
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+fn fitted(
+    builder: reqwest::ClientBuilder,
+    attempt_timeout: Option<Duration>,
+) -> (reqwest::ClientBuilder, WireTimeout) {
+    let builder = builder
+        .retry(reqwest::retry::never())
+        .connect_timeout(connect_timeout_for(attempt_timeout));
+    WireTimeout::build_into(builder, attempt_timeout)
+}
+
+/// In the browser and node, `fetch` has no retry layer, no connect phase of its own
+/// and no client-wide timeout: each attempt carries its timeout, which reqwest turns
+/// into an `AbortSignal`.
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+fn fitted(
+    builder: reqwest::ClientBuilder,
+    _attempt_timeout: Option<Duration>,
+) -> (reqwest::ClientBuilder, WireTimeout) {
+    (builder, WireTimeout::PerRequest)
 }
 
 /// A `reqwest::Client` plus a [`RetryPolicy`]. Cheap to clone; clones share the
@@ -144,11 +172,7 @@ impl ResilientClient {
         builder: reqwest::ClientBuilder,
         policy: RetryPolicy,
     ) -> Result<Self, reqwest::Error> {
-        let attempt_timeout = policy.attempt_timeout();
-        let builder = builder
-            .retry(reqwest::retry::never())
-            .connect_timeout(connect_timeout_for(attempt_timeout));
-        let (builder, wire_timeout) = WireTimeout::build_into(builder, attempt_timeout);
+        let (builder, wire_timeout) = fitted(builder, policy.attempt_timeout());
         Ok(Self {
             wire_timeout,
             ..Self::from_parts(builder.build()?, policy)
@@ -181,10 +205,17 @@ impl ResilientClient {
     /// `rustls` feature is on, even if another crate enabled reqwest's native-tls; a
     /// later `tls_backend_*` call still wins). For a policy with a shorter attempt
     /// timeout use [`ResilientClient::reqwest_builder_for`].
+    ///
+    /// In the browser and node (wasm32-unknown-unknown), `fetch` has neither a retry
+    /// layer nor a connect timeout: this is reqwest's own builder there.
     pub fn reqwest_builder() -> reqwest::ClientBuilder {
-        failure::readable_backend(reqwest::Client::builder())
+        #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+        let builder = failure::readable_backend(reqwest::Client::builder())
             .retry(reqwest::retry::never())
-            .connect_timeout(connect_timeout_for(Some(DEFAULT_ATTEMPT_TIMEOUT)))
+            .connect_timeout(connect_timeout_for(Some(DEFAULT_ATTEMPT_TIMEOUT)));
+        #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+        let builder = reqwest::Client::builder();
+        builder
     }
 
     /// A `reqwest::ClientBuilder` for this policy: reqwest's retry layer off, and a
@@ -192,7 +223,15 @@ impl ResilientClient {
     /// [`MAX_CONNECT_TIMEOUT`]). Add your own settings (roots, proxies) and pass the
     /// client to [`ResilientClient::from_parts`].
     pub fn reqwest_builder_for(policy: &RetryPolicy) -> reqwest::ClientBuilder {
-        Self::reqwest_builder().connect_timeout(connect_timeout_for(policy.attempt_timeout()))
+        #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+        let builder =
+            Self::reqwest_builder().connect_timeout(connect_timeout_for(policy.attempt_timeout()));
+        #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+        let builder = {
+            let _ = policy;
+            Self::reqwest_builder()
+        };
+        builder
     }
 
     /// The inner reqwest client.
@@ -273,7 +312,7 @@ impl fmt::Debug for ResilientClient {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(all(target_arch = "wasm32", target_os = "unknown"))))]
 mod tests {
     use super::*;
 

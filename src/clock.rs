@@ -13,7 +13,17 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::Duration;
+
+// `std::time::Instant::now()` and `SystemTime::now()` panic on wasm32-unknown-unknown:
+// there the clock is the JavaScript host's (`performance.now()`, `Date.now()`), through
+// web-time's types of the same shape. Elsewhere these are std's own.
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+pub use std::time::{Instant, SystemTime};
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+pub use web_time::{Instant, SystemTime};
+/// The wall clock's epoch, in [`SystemTime`]'s type.
+pub(crate) const UNIX_EPOCH: SystemTime = SystemTime::UNIX_EPOCH;
 
 /// A source of the current time.
 pub trait Clock: Send + Sync + 'static {
@@ -28,7 +38,8 @@ pub trait Clock: Send + Sync + 'static {
     }
 }
 
-/// The real monotonic clock (`Instant::now`), the default.
+/// The real monotonic clock (`Instant::now`), the default; in the browser and node,
+/// `performance.now()`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemClock;
 

@@ -6,7 +6,9 @@
 //! started that would end at or after the deadline.
 //! (`attempt_timeout::of_attempt` cuts each attempt's timeout to [`Deadline::remaining`].)
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::clock::Instant;
 
 /// When an intent must be over.
 #[derive(Debug, Clone, Copy)]

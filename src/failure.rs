@@ -292,6 +292,16 @@ kinds! {
             "connection_lost",
             "connection lost before a full response",
         ),
+        /// In the browser and node: `fetch` failed without a response. Its `TypeError`
+        /// is the same for a network error, a connection lost after the request was
+        /// written and a response the CORS policy hid, so it proves nothing about the
+        /// server: it may have acted. (A CORS misconfiguration is retried too, within
+        /// the policy's limits, then reported as this.)
+        FetchFailed => Row::new(
+            Class::MayHaveBeenProcessed,
+            "fetch_failed",
+            "fetch failed (network error, connection lost or CORS refusal)",
+        ),
         /// The HTTP/2 stream was reset for another reason than `REFUSED_STREAM`: the
         /// server may have acted.
         StreamReset => Row::new(

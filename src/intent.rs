@@ -23,12 +23,15 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures_util::future::Either;
 use tracing::Instrument;
 
-use crate::attempt_log::{AttemptLog, EndNotRecorded};
+use crate::attempt_log::AttemptLog;
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+use crate::attempt_log::EndNotRecorded;
+use crate::clock::Instant;
 use crate::deadline::Deadline;
 use crate::decision::{self, Ended, Facts, Next};
 use crate::error::{Error, GiveUpContext, GiveUpReason, LastResult};
@@ -38,7 +41,7 @@ use crate::ids::RequestId;
 use crate::observer::{IntentEnd, IntentObserver, Observers, RetryScheduled};
 use crate::policy::PolicyInner;
 use crate::telemetry;
-use crate::transport::{Transport, TransportError};
+use crate::transport::{MaybeSend, Transport, TransportError};
 use crate::write_ahead::{self, IntentStart, StartRefused, WriteAhead};
 
 mod hedged;
@@ -72,7 +75,7 @@ pub(crate) struct Intent<T> {
 /// awaits. The deadline counts from this call, and step 1 runs in it.
 pub(crate) fn start<T: Transport>(
     intent: Result<Intent<T>, Error>,
-) -> impl Future<Output = Result<reqwest::Response, Error>> + Send {
+) -> impl Future<Output = Result<reqwest::Response, Error>> + MaybeSend {
     let span = match &intent {
         Ok(intent) => telemetry::intent_span(
             intent.request.method(),
@@ -98,7 +101,7 @@ impl<T: Transport> Ready<T> {
     /// would hold its argument twice in the future (the argument, and the local it
     /// is moved to), and every move of the caller's future copies all of it.
     #[allow(clippy::manual_async_fn)] // on purpose, as said above
-    fn run(mut self) -> impl Future<Output = Result<reqwest::Response, Error>> + Send {
+    fn run(mut self) -> impl Future<Output = Result<reqwest::Response, Error>> + MaybeSend {
         async move {
             let prepared = &mut self.attempts;
             let policy = &*self.policy;
@@ -244,9 +247,14 @@ fn refusal_error<T>(
 /// error becomes outcome unknown, a response says so in its extensions.
 fn mark_end_not_recorded(result: &mut Result<reqwest::Response, Error>) {
     match result {
+        // `fetch`'s responses carry no extensions: in the browser the write-ahead's
+        // own warning (`write_ahead::after_end`) is all that says so.
+        #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
         Ok(response) => {
             response.extensions_mut().insert(EndNotRecorded);
         }
+        #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+        Ok(_) => {}
         Err(error) => error.mark_outcome_unknown(),
     }
 }

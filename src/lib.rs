@@ -181,6 +181,12 @@
     not(feature = "blocking"),
     doc = "[`blocking`]: #features\n\n[`blocking::ResilientClient`]: #features"
 )]
+// In the browser and node's docs, what exists only on native targets points at what
+// takes its place there.
+#![cfg_attr(
+    all(target_arch = "wasm32", target_os = "unknown"),
+    doc = "[`ResponseExt`]: crate::IntentObserver"
+)]
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations, rust_2018_idioms, unreachable_pub)]
 #![forbid(unsafe_code)]
@@ -188,6 +194,45 @@
 // badge naming it. Since Rust 1.92 `doc_cfg` also badges `#[cfg]` items on its own
 // (the former `doc_auto_cfg`).
 #![cfg_attr(docsrs, feature(doc_cfg))]
+
+// In the browser and node (wasm32-unknown-unknown) reqwest sends through `fetch`,
+// which chooses the TLS library, the HTTP version and the proxy itself; the
+// middleware trait and wiremock need threads. Say so at once instead of failing
+// somewhere inside a dependency (or, worse, at run time).
+#[cfg(all(
+    target_arch = "wasm32",
+    target_os = "unknown",
+    any(
+        feature = "rustls",
+        feature = "rustls-no-provider",
+        feature = "native-tls",
+        feature = "http2"
+    )
+))]
+compile_error!(
+    "reqwest-resilience on wasm32-unknown-unknown: `fetch` chooses the TLS library and the \
+     HTTP version, so the `default-tls`, `rustls`, `rustls-no-provider`, `native-tls` and \
+     `http2` features do not exist there. Depend on reqwest-resilience with \
+     `default-features = false` for that target (adding back `json`, `query`, `form`, \
+     `serde` or `metrics` as needed), as the README's \"Where it runs\" shows."
+);
+#[cfg(all(target_arch = "wasm32", target_os = "unknown", feature = "middleware"))]
+compile_error!(
+    "reqwest-resilience on wasm32-unknown-unknown: the `middleware` feature is not available \
+     there (reqwest-middleware's trait has another shape on that target); use \
+     `ResilientClient` directly."
+);
+#[cfg(all(target_arch = "wasm32", target_os = "unknown", feature = "blocking"))]
+compile_error!(
+    "reqwest-resilience on wasm32-unknown-unknown: the `blocking` feature needs a thread \
+     of its own to drive the async client, and the browser has none to block; use the \
+     async `ResilientClient`."
+);
+#[cfg(all(target_arch = "wasm32", target_os = "unknown", feature = "testing"))]
+compile_error!(
+    "reqwest-resilience on wasm32-unknown-unknown: the `testing` feature (wiremock) needs \
+     a native target; run those tests natively."
+);
 
 mod attempt_log;
 // Its pure rules are `pub` for `model_rules`.
@@ -264,7 +309,9 @@ pub mod model_rules;
 // The everyday types: what building a client, sending an intent and handling its
 // result need. The rest is grouped by what a user reaches for: `gate`, `watch`,
 // `time`, `classification`, `testing`.
-pub use attempt_log::{AttemptLog, ResponseExt};
+pub use attempt_log::AttemptLog;
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+pub use attempt_log::ResponseExt;
 pub use backoff::{Backoff, Delays};
 pub use client::{RequestBuilder, ResilientClient, MAX_CONNECT_TIMEOUT};
 pub use error::{BoxError, Error, GiveUpReason};
@@ -296,8 +343,11 @@ pub use gate::{
     Gate, GateRefusal, GateScope, InvalidBreaker, InvalidBudget, InvalidThrottle, RetryBudget,
     RetryBudgetBuilder, RetryCause,
 };
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 #[doc(hidden)]
-pub use time::{Clock, RecordingSleeper, Sleep, Sleeper, SystemClock, TokioSleeper, VirtualClock};
+pub use time::TokioSleeper;
+#[doc(hidden)]
+pub use time::{Clock, RecordingSleeper, Sleep, Sleeper, SystemClock, VirtualClock};
 #[cfg(feature = "metrics")]
 #[doc(hidden)]
 pub use watch::Metrics;
@@ -324,16 +374,22 @@ fn _assert_impls() {
     fn send_sync<T: Send + Sync>() {}
     fn clone<T: Clone>() {}
     send_sync::<ResilientClient>();
-    fn send<T: Send>(_: &T) {}
-    fn send_future(client: &ResilientClient) {
-        // What `tokio::spawn` needs: the builder and the future it returns are Send.
-        let builder = client.get("http://127.0.0.1/");
-        send(&builder);
-        send(&builder.send());
+    // In the browser and node, `fetch`'s futures and responses hold JavaScript
+    // values, which stay on their one thread: the intent's future and an `Error`
+    // (it carries the last response) are not `Send` there.
+    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+    {
+        fn send<T: Send>(_: &T) {}
+        fn send_future(client: &ResilientClient) {
+            // What `tokio::spawn` needs: the builder and the future it returns are Send.
+            let builder = client.get("http://127.0.0.1/");
+            send(&builder);
+            send(&builder.send());
+        }
+        let _ = send_future;
+        send_sync::<Error>();
     }
-    let _ = send_future;
     send_sync::<RetryPolicy>();
-    send_sync::<Error>();
     send_sync::<RetryBudget>();
     clone::<ResilientClient>();
     clone::<RetryPolicy>();

@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use http::{HeaderMap, Method, StatusCode};
 
-use crate::attempt_log::{AttemptLog, AttemptRecord, DelayReason, ResponseExt};
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+use crate::attempt_log::ResponseExt;
+use crate::attempt_log::{AttemptLog, AttemptRecord, DelayReason};
 use crate::error::{Error, GiveUpReason};
 use crate::gate::RetryCause;
 use crate::idempotency::IdempotencyKey;
@@ -297,10 +299,15 @@ impl<'a> IntentEnd<'a> {
         self.attempt_log().and_then(AttemptLog::idempotency_key)
     }
 
-    /// Every attempt made.
+    /// Every attempt made. In the browser and node, `None` for an intent that ended
+    /// with a response: `fetch`'s responses carry no log (each attempt was told to
+    /// [`IntentObserver::attempt_finished`] as it ended).
     pub fn attempt_log(&self) -> Option<&'a AttemptLog> {
         match self.result {
+            #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
             Ok(response) => response.attempt_log(),
+            #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+            Ok(_) => None,
             Err(error) => Some(error.attempt_log()),
         }
     }

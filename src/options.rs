@@ -106,7 +106,10 @@ impl IntentOptions {
     /// Reads the response's whole body inside the intent, at most `limit` bytes
     /// ([`DEFAULT_WHOLE_BODY_LIMIT`](crate::DEFAULT_WHOLE_BODY_LIMIT) is the server
     /// layer's stored-body limit): see
-    /// [`RequestBuilder::whole_body`](crate::RequestBuilder::whole_body).
+    /// [`RequestBuilder::whole_body`](crate::RequestBuilder::whole_body). Not in the
+    /// browser and node, where `fetch`'s response cannot be rebuilt around a body
+    /// read in advance.
+    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
     pub fn whole_body(mut self, limit: usize) -> Self {
         self.whole_body = Some(limit);
         self

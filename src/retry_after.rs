@@ -30,7 +30,9 @@
 //! The parser works on bytes, never allocates, never panics, and returns
 //! `None` for anything that is not a valid `Retry-After` value.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
+
+use crate::clock::{SystemTime, UNIX_EPOCH};
 
 /// The value used when delay-seconds is larger than can be represented
 /// (RFC 9111 §1.2.2: 2^31 seconds).

@@ -1,6 +1,7 @@
 //! How the client pauses between attempts, injectable so tests do not wait.
 //!
-//! Production uses [`TokioSleeper`]. Tests use [`RecordingSleeper`], which returns at
+//! Production uses [`TokioSleeper`] (in the browser and node, `JsTimerSleeper`, on
+//! the JavaScript host's `setTimeout`). Tests use [`RecordingSleeper`], which returns at
 //! once and remembers every delay it was asked for, so a test can assert "waited at
 //! least the Retry-After" against a real HTTP server without sleeping and without
 //! `tokio::time::pause()` (which makes reqwest's own timeouts fire at once).
@@ -14,7 +15,13 @@ use std::time::Duration;
 use crate::clock::VirtualClock;
 
 /// A boxed sleep future.
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 pub type Sleep = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// A boxed sleep future. Not `Send` in the browser and node: a JavaScript timer
+/// belongs to the one thread that set it, as `fetch`'s futures do.
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+pub type Sleep = Pin<Box<dyn Future<Output = ()>>>;
 
 /// Pauses for a duration.
 pub trait Sleeper: Send + Sync + 'static {
@@ -22,14 +29,78 @@ pub trait Sleeper: Send + Sync + 'static {
     fn sleep(&self, duration: Duration) -> Sleep;
 }
 
-/// Sleeps on the tokio timer.
+/// Sleeps on the tokio timer. Not on wasm32-unknown-unknown, where no tokio timer
+/// runs: there the default is `JsTimerSleeper`.
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TokioSleeper;
 
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 impl Sleeper for TokioSleeper {
     fn sleep(&self, duration: Duration) -> Sleep {
         Box::pin(tokio::time::sleep(duration))
     }
+}
+
+/// Sleeps on the JavaScript host's timer (`setTimeout`, through gloo-timers): the
+/// default in the browser, in node and in workers (wasm32-unknown-unknown).
+///
+/// A pause is rounded up to the next millisecond, so it never ends earlier than it
+/// was asked to (a `Retry-After` is a lower bound); a pause longer than `setTimeout`
+/// can arm at once (2^31 − 1 ms, about 24.8 days) is waited out in turns.
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct JsTimerSleeper;
+
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+impl Sleeper for JsTimerSleeper {
+    fn sleep(&self, duration: Duration) -> Sleep {
+        Box::pin(host_timer(duration))
+    }
+}
+
+/// The longest delay `setTimeout` arms as asked: a longer one fires at once.
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+const MAX_TIMER_MILLIS: u128 = i32::MAX as u128;
+
+/// Waits `duration` on the host's timer, in turns of at most [`MAX_TIMER_MILLIS`].
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+async fn host_timer(duration: Duration) {
+    let mut left = duration.as_nanos().div_ceil(1_000_000);
+    while left > 0 {
+        let turn = left.min(MAX_TIMER_MILLIS);
+        left -= turn;
+        let millis = u32::try_from(turn).unwrap_or(i32::MAX.unsigned_abs());
+        gloo_timers::future::TimeoutFuture::new(millis).await;
+    }
+}
+
+/// Awaits `work` for at most `limit` on the runtime's own timer (tokio's, or the
+/// JavaScript host's): `None` when the time ran out and `work` was dropped.
+pub(crate) async fn within<F: Future>(limit: Duration, work: F) -> Option<F::Output> {
+    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+    {
+        tokio::time::timeout(limit, work).await.ok()
+    }
+    #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+    {
+        use futures_util::future::{select, Either};
+        let work = std::pin::pin!(work);
+        let timer = std::pin::pin!(host_timer(limit));
+        match select(work, timer).await {
+            Either::Left((output, _)) => Some(output),
+            Either::Right(((), _)) => None,
+        }
+    }
+}
+
+/// The sleeper a policy uses unless told otherwise: the runtime's own timer.
+pub(crate) fn default_sleeper() -> Arc<dyn Sleeper> {
+    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+    let sleeper = Arc::new(TokioSleeper);
+    #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+    let sleeper = Arc::new(JsTimerSleeper);
+    sleeper
 }
 
 /// Returns at once and records every requested delay. Clones share the record.

@@ -48,6 +48,10 @@ fn copy_of(template: &reqwest::Request) -> Option<reqwest::Request> {
     }
     let mut copy = reqwest::Request::new(template.method().clone(), template.url().clone());
     *copy.headers_mut() = template.headers().clone();
-    *copy.version_mut() = template.version();
+    // `fetch` chooses the version itself: its requests have none to copy.
+    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+    {
+        *copy.version_mut() = template.version();
+    }
     Some(copy)
 }

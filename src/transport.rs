@@ -5,15 +5,30 @@ use std::future::Future;
 use crate::attempt_timeout::WireTimeout;
 use crate::error::{BoxError, LastResult};
 
+/// `Send` on every target with threads. In the browser and node
+/// (wasm32-unknown-unknown) nothing is: `fetch`'s futures and the host's timers hold
+/// JavaScript values, which stay on the one thread that made them, so the intent's
+/// future is not `Send` there either.
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+pub(crate) trait MaybeSend: Send {}
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+impl<T: Send + ?Sized> MaybeSend for T {}
+
+/// See the other target's definition.
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+pub(crate) trait MaybeSend {}
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+impl<T: ?Sized> MaybeSend for T {}
+
 /// Sends one attempt. Implemented for the crate's client (`client.rs`) and, with
 /// the `middleware` feature, for the rest of a reqwest-middleware chain.
-pub(crate) trait Transport: Send {
+pub(crate) trait Transport: MaybeSend {
     /// Sends `request` as it is: its timeout is already written as
     /// [`wire_timeout`](Transport::wire_timeout) asked.
     fn send(
         &mut self,
         request: reqwest::Request,
-    ) -> impl Future<Output = Result<reqwest::Response, TransportError>> + Send;
+    ) -> impl Future<Output = Result<reqwest::Response, TransportError>> + MaybeSend;
 
     /// Who applies an attempt's timeout through this transport: by default the
     /// request, since a client built elsewhere may have any timeout of its own.
@@ -36,8 +51,11 @@ pub(crate) trait Transport: Send {
 pub(crate) enum TransportError {
     Reqwest(reqwest::Error),
     /// The response's body failed part-way while it was read whole.
+    // (Bodies are never read whole in the browser: see `whole_body.rs`.)
+    #[cfg_attr(all(target_arch = "wasm32", target_os = "unknown"), allow(dead_code))]
     BodyCut(reqwest::Error),
     /// The response's body was longer than the limit it is read whole under.
+    #[cfg_attr(all(target_arch = "wasm32", target_os = "unknown"), allow(dead_code))]
     TooLarge {
         limit: usize,
         /// The body's size as far as it is known: its `Content-Length`, or the bytes

@@ -3,6 +3,7 @@
 //! part-way is a failure of that attempt, resent under the key, rather than the
 //! caller's problem after `send()` returned.
 
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 use reqwest::ResponseBuilderExt;
 
 use crate::transport::TransportError;
@@ -14,6 +15,7 @@ pub const DEFAULT_WHOLE_BODY_LIMIT: usize = 1 << 20;
 
 /// Reads `response`'s body to its end, at most `limit` bytes, and returns the same
 /// response (status, version, headers, extensions, URL) with the body in memory.
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 pub(crate) async fn read(
     mut response: reqwest::Response,
     limit: usize,
@@ -51,4 +53,15 @@ pub(crate) async fn read(
     *whole.headers_mut() = parts.headers;
     whole.extensions_mut().extend(parts.extensions);
     Ok(reqwest::Response::from(whole))
+}
+
+/// `fetch`'s response cannot be rebuilt around a body read in advance, so in the
+/// browser and node no intent asks for this (the `whole_body` setters are absent
+/// there) and the response goes back as it came.
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+pub(crate) async fn read(
+    response: reqwest::Response,
+    _limit: usize,
+) -> Result<reqwest::Response, TransportError> {
+    Ok(response)
 }

@@ -188,7 +188,7 @@ pub(crate) async fn after_end(
 /// at once, which would cut every real write off before it could commit.
 async fn within<F: Future>(limit: Option<Duration>, hook: F) -> Option<F::Output> {
     match limit {
-        Some(limit) => tokio::time::timeout(limit, hook).await.ok(),
+        Some(limit) => crate::sleeper::within(limit, hook).await,
         None => Some(hook.await),
     }
 }

@@ -16,7 +16,7 @@ use crate::observer::IntentObserver;
 use crate::options::IntentOptions;
 use crate::policy::RetryPolicy;
 use crate::prepared::PreparedIntent;
-use crate::transport::{Transport, TransportError};
+use crate::transport::{MaybeSend, Transport, TransportError};
 use crate::write_ahead::WriteAhead;
 
 /// Builds one intent. Mirrors `reqwest::RequestBuilder`; any reqwest setter not
@@ -124,7 +124,8 @@ impl RequestBuilder {
         self.map_request(|inner| inner.timeout(timeout))
     }
 
-    /// Sets the HTTP version.
+    /// Sets the HTTP version. Not in the browser and node, where `fetch` chooses it.
+    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
     pub fn version(self, version: http::Version) -> Self {
         self.map_request(|inner| inner.version(version))
     }
@@ -205,12 +206,17 @@ impl RequestBuilder {
     /// # Ok(())
     /// # }
     /// ```
+    ///
+    /// Not in the browser and node (wasm32-unknown-unknown): `fetch`'s response cannot
+    /// be rebuilt around a body read in advance; read it after `send()` returns.
+    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
     pub fn whole_body(self) -> Self {
         self.whole_body_limit(crate::whole_body::DEFAULT_WHOLE_BODY_LIMIT)
     }
 
     /// As [`whole_body`](Self::whole_body), reading at most `bytes` (a limit above
     /// 4 GiB is read as 4 GiB).
+    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
     pub fn whole_body_limit(mut self, bytes: usize) -> Self {
         self.options = self.options.whole_body(bytes);
         self
@@ -320,7 +326,10 @@ impl RequestBuilder {
     /// replayed, a failure that is not retryable, or an invalid request or key
     /// (then nothing was sent). Check [`Error::is_outcome_unknown`] before
     /// deciding what to do next.
-    pub fn send(self) -> impl Future<Output = Result<reqwest::Response, Error>> + Send + 'static {
+    ///
+    /// The future is `Send` (so `tokio::spawn` takes it) on every target but
+    /// wasm32-unknown-unknown, where `fetch`'s futures are not.
+    pub fn send(self) -> impl Future<Output = Result<reqwest::Response, Error>> + 'static {
         let RequestBuilder {
             policy,
             wire_timeout,
@@ -366,7 +375,7 @@ impl Transport for ClientTransport {
     fn send(
         &mut self,
         request: reqwest::Request,
-    ) -> impl Future<Output = Result<reqwest::Response, TransportError>> + Send {
+    ) -> impl Future<Output = Result<reqwest::Response, TransportError>> + MaybeSend {
         self.http.execute(request).map_err(TransportError::Reqwest)
     }
 

@@ -32,8 +32,15 @@ impl Surface {
             builder: error.is_builder(),
             redirect: error.is_redirect(),
             body: error.is_body(),
+            // `fetch` reports no connect phase and no lookup of its own.
+            #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
             connect: error.is_connect(),
+            #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
             dns: error.is_dns(),
+            #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+            connect: false,
+            #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+            dns: false,
             timeout: error.is_timeout(),
             request: error.is_request(),
         }
@@ -83,10 +90,17 @@ pub(crate) fn sort(surface: Surface, error: &(dyn StdError + 'static)) -> Transp
         Some(never_left) if never_left.proves_not_sent() => never_left,
         _ if surface.timeout => TransportFailure::Timeout,
         Some(reset) => reset,
-        None if surface.request => TransportFailure::ConnectionLost,
+        None if surface.request => UNEXPLAINED_REQUEST,
         None => TransportFailure::Other,
     }
 }
+
+/// A request that failed with nothing below it to say where: through hyper, the
+/// connection was lost; from `fetch`, a `TypeError` that tells nothing apart.
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+const UNEXPLAINED_REQUEST: TransportFailure = TransportFailure::ConnectionLost;
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+const UNEXPLAINED_REQUEST: TransportFailure = TransportFailure::FetchFailed;
 
 /// hyper-util's connector messages for URLs it will not connect to (it has no typed
 /// accessor; `tests/field` pins the TLS one against the real connector).

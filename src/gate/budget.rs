@@ -5,7 +5,9 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::clock::Instant;
 
 use super::contract::{Gate, GateRefusal, GateScope, RetryCause};
 use super::per_authority::PerAuthority;

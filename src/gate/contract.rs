@@ -5,9 +5,10 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::attempt_log::AttemptOutcome;
+use crate::clock::Instant;
 
 /// Asked before every attempt of every intent of a policy; told about every attempt.
 ///

@@ -3,12 +3,13 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::attempt_log::AttemptOutcome;
+use crate::clock::Instant;
 use crate::gate::contract::{Gate, GateRefusal, GateScope};
 use crate::gate::per_authority::PerAuthority;
 use crate::gate::ratio::{whole, Millionths, SCALE};

@@ -6,7 +6,9 @@
 //! time. A slot remembers its epoch, so a stale slot is reset when written and
 //! skipped when read: no timer has to sweep them.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::clock::Instant;
 
 /// Slots in a window.
 pub(crate) const SLOTS: u64 = 10;

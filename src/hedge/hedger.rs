@@ -9,10 +9,11 @@
 
 use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::rules::adaptive_delay;
 use super::Hedging;
+use crate::clock::Instant;
 use crate::gate::authority::{AuthorityMap, MAX_AUTHORITIES};
 use crate::gate::RetryBudget;
 

@@ -2,12 +2,13 @@
 //! intent is hedged at all, whether a hedge may go now, what a copy's end means
 //! for the race, and the adaptive delay.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use http::Method;
 
 use super::Hedging;
 use crate::attempt_log::DelayReason;
+use crate::clock::Instant;
 use crate::decision::Next;
 use crate::error::GiveUpReason;
 

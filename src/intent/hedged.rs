@@ -11,13 +11,14 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::task::Poll;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tracing::Instrument;
 
 use super::prepare::{Attempt, Prepared};
 use super::state::LoopState;
 use crate::attempt_log::DelayReason;
+use crate::clock::Instant;
 use crate::deadline::Deadline;
 use crate::decision::{self, Ended, Facts};
 use crate::error::{Error, GiveUpReason, LastResult};
@@ -75,8 +76,12 @@ pub(super) async fn run<T: Transport>(
     race.run(intent, transport, started).await
 }
 
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 type Sending<'a> =
     Pin<Box<dyn Future<Output = Result<reqwest::Response, TransportError>> + Send + 'a>>;
+// In the browser and node a copy's future holds `fetch`'s, which is not `Send`.
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+type Sending<'a> = Pin<Box<dyn Future<Output = Result<reqwest::Response, TransportError>> + 'a>>;
 
 /// A copy in flight.
 struct InFlight<'a> {

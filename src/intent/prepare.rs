@@ -3,10 +3,11 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::{BodyFactory, Intent};
 use crate::attempt_timeout;
+use crate::clock::Instant;
 use crate::deadline::Deadline;
 use crate::error::{Error, GiveUpReason};
 use crate::idempotency::IdempotencyKey;
@@ -15,7 +16,7 @@ use crate::observer::IntentObserver;
 use crate::outgoing::{self, AttemptWire};
 use crate::policy::PolicyInner;
 use crate::template::Requests;
-use crate::transport::{Transport, TransportError};
+use crate::transport::{MaybeSend, Transport, TransportError};
 use crate::whole_body;
 use crate::write_ahead::WriteAhead;
 
@@ -162,7 +163,7 @@ impl<T: Transport> Prepared<T> {
         deadline: &Deadline,
         attempt: &Attempt,
     ) -> Result<
-        impl Future<Output = Result<reqwest::Response, TransportError>> + Send + '_,
+        impl Future<Output = Result<reqwest::Response, TransportError>> + MaybeSend + '_,
         GiveUpReason,
     > {
         let request = self.attempt_request(policy, deadline, attempt)?;

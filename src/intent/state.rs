@@ -1,7 +1,7 @@
 //! What the attempt loop accumulates across attempts: the log, whether an attempt
 //! may have had an effect, the jitter source; and how it records and gives up.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use http::Method;
 use rand::rngs::StdRng;
@@ -9,6 +9,7 @@ use rand::rngs::StdRng;
 use super::prepare::{Attempt, Prepared};
 use crate::attempt_log::{AttemptLog, AttemptRecord};
 use crate::classify::{classify_result, Verdict};
+use crate::clock::Instant;
 use crate::error::{Error, GiveUpContext, GiveUpReason, LastResult};
 use crate::gate::{GateRefusal, GateScope};
 use crate::ids::RequestId;
@@ -181,9 +182,14 @@ impl LoopState {
     /// The intent ends with `response`: the attempt log goes with it.
     pub(super) fn attach_log(&mut self, response: &mut reqwest::Response) {
         record_end(self.log.len(), "response");
+        // `fetch`'s responses carry no extensions: in the browser the observers are
+        // where the log of a successful intent is read.
+        #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
         response
             .extensions_mut()
             .insert(std::mem::take(&mut self.log));
+        #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+        let _ = response;
     }
 }
 

@@ -19,7 +19,7 @@ use crate::gate::{Gate, Gates, RetryBudget};
 use crate::hedge::{Hedger, Hedging};
 use crate::idempotency::{KeyAttachment, KeyFormat};
 use crate::observer::IntentObserver;
-use crate::sleeper::{Sleeper, TokioSleeper};
+use crate::sleeper::{default_sleeper, Sleeper};
 use crate::write_ahead::WriteAhead;
 
 /// Builds a [`RetryPolicy`]. Setters never fail; [`build`](Self::build) validates.
@@ -60,7 +60,7 @@ impl RetryPolicyBuilder {
             gates: Vec::new(),
             observers: Vec::new(),
             write_ahead: None,
-            sleeper: Arc::new(TokioSleeper),
+            sleeper: default_sleeper(),
             clock: Arc::new(SystemClock),
         }
     }

@@ -3,9 +3,10 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::attempt_log::AttemptOutcome;
+use crate::clock::Instant;
 use crate::gate::contract::{Gate, GateRefusal, GateScope, RetryCause};
 use crate::gate::per_authority::PerAuthority;
 use crate::gate::ratio::Millionths;

@@ -3,7 +3,9 @@
 //! Counting outcomes and deciding whether they trip the circuit is the caller's
 //! (`Event::Finished::tripped`); this file only says what each event does where.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::clock::Instant;
 
 use super::CircuitState;
 

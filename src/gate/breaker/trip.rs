@@ -3,8 +3,9 @@
 //! ratio. What a trip does to the circuit is the phases' (`phases.rs`); this file
 //! only counts and compares.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::clock::Instant;
 use crate::gate::ratio::{whole, Millionths};
 use crate::gate::window::{counts, Epochs, Window};
 

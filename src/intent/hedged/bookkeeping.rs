@@ -2,12 +2,13 @@
 //! told as copies go out, lose or are cancelled, and the error when the race ends
 //! without a winner. The race itself (`hedged.rs`) only decides.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::super::prepare::Prepared;
 use super::super::state::LoopState;
 use super::{Ending, InFlight, Race};
 use crate::attempt_log::{AttemptLog, AttemptOutcome, AttemptRecord};
+use crate::clock::Instant;
 use crate::error::{Error, LastResult};
 use crate::gate::{self, GateScope, RetryCause};
 use crate::observer::{HedgeEvent, HedgeEventKind};
