@@ -174,15 +174,7 @@ impl<T: Transport> Ready<T> {
                         hedged::run(prepared, policy, &observers, &deadline, intent_id, started);
                     Box::pin(race).await
                 }
-                None => {
-                    // The first attempt starts after the write-ahead: its timeout is
-                    // cut to the time left then, not at `send()`.
-                    let first = match self.write_ahead {
-                        Some(_) => policy.clock.now(),
-                        None => started,
-                    };
-                    attempt_loop(prepared, policy, &observers, &deadline, first, intent_id).await
-                }
+                None => attempt_loop(prepared, policy, &observers, &deadline, intent_id).await,
                 Some(refused) => Err(refusal_error(refused, prepared, policy, started)),
             };
 
@@ -252,21 +244,20 @@ fn mark_end_not_recorded(result: &mut Result<reqwest::Response, Error>) {
 }
 
 /// The attempts of one intent (steps 4–7): send, classify, decide, pause, until a
-/// result. `first_started`: when the first attempt starts (after the write-ahead,
-/// if one ran; the intent itself started at the deadline's start).
+/// result.
 async fn attempt_loop<T: Transport>(
     intent: &mut Prepared<T>,
     policy: &PolicyInner,
     observers: &Observers<'_>,
     deadline: &Deadline,
-    first_started: Instant,
     intent_id: RequestId,
 ) -> Result<reqwest::Response, Error> {
     let min_attempt_window = decision::min_attempt_window(intent.attempt_timeout, intent.deadline);
     let mut state = LoopState::new(intent, deadline.started());
     let mut attempt = Attempt {
         number: 1,
-        started: first_started,
+        // Set as the attempt is sent (see `Attempt::started`).
+        started: deadline.started(),
         request_id: intent_id,
     };
     // The result before a pause: what the caller gets if the next attempt cannot start.
@@ -281,7 +272,7 @@ async fn attempt_loop<T: Transport>(
             &policy.settings.redact_query_params,
         );
         let before = std::mem::replace(&mut previous, (LastResult::Nothing, None));
-        let sending = match intent.send_attempt(policy, deadline, &attempt) {
+        let sending = match intent.send_attempt(policy, deadline, &mut attempt) {
             Ok(sending) => sending,
             Err(why) => return Err(state.give_up(policy, why, before.0, before.1)),
         };
@@ -395,7 +386,7 @@ async fn attempt_loop<T: Transport>(
         policy.sleeper.sleep(delay).await;
         attempt = Attempt {
             number: attempt.number + 1,
-            started: policy.clock.now(),
+            started: attempt.started,
             request_id: RequestId::generate(),
         };
     }

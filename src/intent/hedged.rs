@@ -161,6 +161,7 @@ impl<'r, 'o> Race<'r, 'o> {
 
         let first = Attempt {
             number: 1,
+            // Set as the copy is sent (see `Attempt::started`).
             started,
             request_id: self.intent_id,
         };
@@ -345,13 +346,12 @@ impl<'r, 'o> Race<'r, 'o> {
         intent: &mut Prepared<T>,
         transport: &T,
         copies: &mut Vec<InFlight<'t>>,
-        attempt: Attempt,
+        mut attempt: Attempt,
         cause: Option<RetryCause>,
     ) -> Result<(), GiveUpReason> {
         let policy = self.policy;
         // `applies` got a transport that copies: its copies copy too.
         let copied = transport.copy().ok_or(GiveUpReason::NotRetryable)?;
-        let request = intent.attempt_request(policy, self.deadline, &attempt)?;
         let span = telemetry::attempt_span(
             &intent.method,
             intent.requests.url(),
@@ -359,8 +359,10 @@ impl<'r, 'o> Race<'r, 'o> {
             attempt.request_id,
             &policy.settings.redact_query_params,
         );
-        let whole_body = intent.whole_body;
-        let sending = send(copied, request, whole_body).instrument(span.clone());
+        let request = intent.attempt_request(policy, self.deadline, &mut attempt)?;
+        // The race polls its copies as soon as this returns, in the same turn:
+        // the transport arms the copy's timer from `attempt.started`.
+        let sending = send(copied, request, intent.whole_body).instrument(span.clone());
         self.sent += 1;
         self.latest = (attempt.number, attempt.started);
         copies.push(InFlight {
