@@ -1,6 +1,6 @@
 //! The hedge decisions as pure functions, each beside its table test: whether an
 //! intent is hedged at all, whether a hedge may go now, what a copy's end means
-//! for the race, and the adaptive delay.
+//! for the race. (The adaptive delay is `estimator.rs`'s.)
 
 use std::time::{Duration, Instant};
 
@@ -148,25 +148,6 @@ pub(crate) fn may_hedge_guarded(
     Ok(())
 }
 
-/// The adaptive delay from an authority's latency samples: the `percentile`
-/// (nearest rank) once there are `min_samples`, never below `floor`; `None`
-/// (no hedge yet) with fewer samples.
-pub(crate) fn adaptive_delay(
-    samples: &mut [Duration],
-    percentile: f64,
-    min_samples: u32,
-    floor: Duration,
-) -> Option<Duration> {
-    if samples.is_empty() || samples.len() < min_samples as usize {
-        return None;
-    }
-    // Nearest rank: the smallest sample with at least `percentile` % at or below it.
-    let rank = (percentile / 100.0 * samples.len() as f64).ceil() as usize;
-    let index = rank.clamp(1, samples.len()) - 1;
-    let (_, at, _) = samples.select_nth_unstable(index);
-    Some((*at).max(floor))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,15 +164,6 @@ mod tests {
         Option<Duration>,
         u32,
         Option<Instant>,
-        Option<Duration>,
-    );
-    /// name, samples, percentile, min samples, floor → delay
-    type DelayRow = (
-        &'static str,
-        Vec<Duration>,
-        f64,
-        u32,
-        Duration,
         Option<Duration>,
     );
 
@@ -293,28 +265,6 @@ mod tests {
         ];
         for (name, facts, expected) in rows {
             assert_eq!(may_hedge(facts), expected, "{name}");
-        }
-    }
-
-    #[test]
-    fn the_adaptive_delay() {
-        let samples = |n: u32| (1..=n).map(|i| MS * i).collect::<Vec<_>>();
-        #[rustfmt::skip]
-        let rows: [DelayRow; 6] = [
-            ("too few samples: no hedge",     samples(19),  95.0, 20, Duration::ZERO, None),
-            ("no samples",                    Vec::new(),   95.0, 1,  Duration::ZERO, None),
-            ("p95 of 1..=100 ms",             samples(100), 95.0, 20, Duration::ZERO, Some(95 * MS)),
-            ("p50 of 1..=20 ms",              samples(20),  50.0, 20, Duration::ZERO, Some(10 * MS)),
-            ("p99.9 of 20 is the largest",    samples(20),  99.9, 20, Duration::ZERO, Some(20 * MS)),
-            ("never below the floor",         samples(100), 95.0, 20, 200 * MS,       Some(200 * MS)),
-        ];
-        for (name, mut samples, p, min, floor, expected) in rows {
-            samples.reverse(); // any order
-            assert_eq!(
-                adaptive_delay(&mut samples, p, min, floor),
-                expected,
-                "{name}"
-            );
         }
     }
 }

@@ -22,7 +22,7 @@ use crate::deadline::Deadline;
 use crate::decision::{self, Ended, Facts};
 use crate::error::{Error, GiveUpReason, LastResult};
 use crate::gate::{self, RetryCause};
-use crate::hedge::{self, HedgeFacts, Hedger, Step};
+use crate::hedge::{self, HedgeFacts, Hedger, Observation, Step};
 use crate::ids::RequestId;
 use crate::observer::{HedgeEventKind, Observers, RetryScheduled};
 use crate::policy::PolicyInner;
@@ -201,10 +201,12 @@ impl<'r, 'o> Race<'r, 'o> {
                         &result,
                     );
                     drop(copy.span);
-                    if result.is_ok() {
-                        let took = now.saturating_duration_since(copy.attempt.started);
-                        self.hedger.record_latency(&authority, took);
-                    }
+                    let took = now.saturating_duration_since(copy.attempt.started);
+                    self.hedger.observe(
+                        &authority,
+                        now,
+                        observation(&result, verdict.retry(), took),
+                    );
                     // 6. What this copy's end means for the race.
                     let (held_until, retry_after) =
                         hedge::hold(self.held_until, verdict.retry_after, now);
@@ -374,12 +376,17 @@ impl<'r, 'o> Race<'r, 'o> {
         Ok(())
     }
 
-    /// Starts the hedge timer, when the delay is known (adaptive: enough samples).
+    /// Starts the hedge timer, when there is a delay (adaptive: an estimate, and
+    /// not every request slow; see `hedge/estimator.rs`).
     fn arm_hedge(&self, authority: &str, timer: &mut Option<(Sleep, Timer)>) {
-        *timer = self
-            .hedger
-            .delay(authority)
-            .map(|delay| (self.policy.sleeper.sleep(delay), Timer::Hedge(delay)));
+        let now = self.policy.clock.now();
+        *timer = match self.hedger.delay(authority, now) {
+            Ok(delay) => Some((self.policy.sleeper.sleep(delay), Timer::Hedge(delay))),
+            Err(why) => {
+                tracing::trace!(?why, "no hedge delay: this copy runs alone");
+                None
+            }
+        };
     }
 
     /// The hedge delay passed without an answer: sends a hedge if the rules, the
@@ -514,6 +521,25 @@ impl<'r, 'o> Race<'r, 'o> {
 enum Ending {
     GiveUp(GiveUpReason),
     Refused(gate::GateRefusal),
+}
+
+/// What a copy's end tells the adaptive delay: a final answer its latency, a
+/// timeout a lower bound at the ceiling; a transient failure (often answered at
+/// once) nothing.
+fn observation(
+    result: &Result<reqwest::Response, TransportError>,
+    transient: bool,
+    took: Duration,
+) -> Observation {
+    match result {
+        Ok(_) if !transient => Observation::Answered(took),
+        Err(TransportError::Reqwest(error) | TransportError::BodyCut(error))
+            if error.is_timeout() =>
+        {
+            Observation::TimedOut(took)
+        }
+        _ => Observation::Failed,
+    }
 }
 
 /// One copy on the wire: the transport's send, then the body when the intent

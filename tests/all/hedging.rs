@@ -210,7 +210,13 @@ async fn the_adaptive_delay_waits_for_its_samples_then_hedges_after_the_percenti
         answer(200, "hedge", 0),
     ]);
     let server = serve(&script).await;
-    let client = client(Hedging::adaptive(50.0).min_samples(3).floor(10 * MS));
+    let refresh = 300 * MS;
+    let client = client(
+        Hedging::adaptive(50.0)
+            .min_samples(3)
+            .floor(10 * MS)
+            .refresh(refresh),
+    );
     for body in ["a", "b", "c"] {
         let response = client.get(server.uri()).send().await.unwrap();
         assert_eq!(response.text().await.unwrap(), body);
@@ -220,6 +226,8 @@ async fn the_adaptive_delay_waits_for_its_samples_then_hedges_after_the_percenti
         3,
         "no hedge before 3 samples"
     );
+    // The estimate is worked out on the next refresh.
+    tokio::time::sleep(refresh).await;
 
     // Samples of at least 200, 200 and 700 ms: the median is at least 200 ms.
     let started = Instant::now();

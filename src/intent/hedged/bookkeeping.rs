@@ -10,6 +10,7 @@ use super::{Ending, InFlight, Race};
 use crate::attempt_log::{AttemptLog, AttemptOutcome, AttemptRecord};
 use crate::error::{Error, LastResult};
 use crate::gate::{self, GateScope, RetryCause};
+use crate::hedge::Observation;
 use crate::observer::{HedgeEvent, HedgeEventKind};
 
 impl Race<'_, '_> {
@@ -76,7 +77,7 @@ impl Race<'_, '_> {
             let ran = now.saturating_duration_since(copy.attempt.started);
             copy.span.record("error.type", "cancelled");
             drop(copy.sending);
-            self.hedger.record_latency(authority, ran);
+            self.hedger.observe(authority, now, Observation::Lost(ran));
             let scope = GateScope {
                 host: url.host_str().unwrap_or(""),
                 authority,
