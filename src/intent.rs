@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use futures_util::future::Either;
 use tracing::Instrument;
 
-use crate::attempt_log::{AttemptLog, EndNotRecorded};
+use crate::attempt_log::{AttemptLog, EndNotRecorded, NotHedged};
 use crate::deadline::Deadline;
 use crate::decision::{self, Ended, Facts, Next};
 use crate::error::{Error, GiveUpContext, GiveUpReason, LastResult};
@@ -166,15 +166,23 @@ impl<T: Transport> Ready<T> {
 
             // 4–7. The attempts: raced as hedged copies when hedging applies (boxed:
             // an intent without hedging never holds that race in its future).
-            let hedged =
-                refused.is_none() && hedged::applies(prepared, policy, self.write_ahead.is_some());
+            let hedging = match refused {
+                None => hedged::applies(prepared, policy, self.write_ahead.is_some()),
+                Some(_) => None,
+            };
             let result = match refused {
-                None if hedged => {
+                None if hedging == Some(Ok(())) => {
                     let race =
                         hedged::run(prepared, policy, &observers, &deadline, intent_id, started);
                     Box::pin(race).await
                 }
-                None => attempt_loop(prepared, policy, &observers, &deadline, intent_id).await,
+                None => {
+                    let not_hedged = hedging.and_then(Result::err);
+                    let loop_ = attempt_loop(
+                        prepared, policy, &observers, &deadline, intent_id, not_hedged,
+                    );
+                    loop_.await
+                }
                 Some(refused) => Err(refusal_error(refused, prepared, policy, started)),
             };
 
@@ -244,16 +252,24 @@ fn mark_end_not_recorded(result: &mut Result<reqwest::Response, Error>) {
 }
 
 /// The attempts of one intent (steps 4–7): send, classify, decide, pause, until a
-/// result.
+/// result. `not_hedged`: why its hedging policy does not hedge it (the log says so).
 async fn attempt_loop<T: Transport>(
     intent: &mut Prepared<T>,
     policy: &PolicyInner,
     observers: &Observers<'_>,
     deadline: &Deadline,
     intent_id: RequestId,
+    not_hedged: Option<NotHedged>,
 ) -> Result<reqwest::Response, Error> {
     let min_attempt_window = decision::min_attempt_window(intent.attempt_timeout, intent.deadline);
     let mut state = LoopState::new(intent, deadline.started());
+    if let Some(why) = not_hedged {
+        tracing::debug!(
+            why = why.as_str(),
+            "the policy hedges, but not this intent: it runs without copies"
+        );
+        state.log.set_not_hedged(why);
+    }
     let mut attempt = Attempt {
         number: 1,
         // Set as the attempt is sent (see `Attempt::started`).

@@ -232,7 +232,7 @@ pub mod model_rules;
 // The everyday types: what building a client, sending an intent and handling its
 // result need. The rest is grouped by what a user reaches for: `gate`, `watch`,
 // `time`, `classification`, `testing`.
-pub use attempt_log::{AttemptLog, ResponseExt};
+pub use attempt_log::{AttemptLog, NotHedged, ResponseExt};
 pub use backoff::{Backoff, Delays};
 pub use client::{RequestBuilder, ResilientClient, MAX_CONNECT_TIMEOUT};
 pub use error::{BoxError, Error, GiveUpReason};

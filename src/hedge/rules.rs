@@ -7,14 +7,15 @@ use std::time::{Duration, Instant};
 use http::Method;
 
 use super::Hedging;
-use crate::attempt_log::DelayReason;
+use crate::attempt_log::{DelayReason, NotHedged};
 use crate::decision::Next;
 use crate::error::GiveUpReason;
 
 /// Is this intent hedged? Only a method listed in the settings, never with a key
 /// or a write-ahead (a deduplicating server answers a parallel copy 409, see the
 /// module docs), only with a body that can be sent again, and only when
-/// `max_attempts` leaves room for a second copy.
+/// `max_attempts` leaves room for a second copy. `Err`: why not, for the attempt
+/// log.
 pub(crate) fn eligible(
     hedging: &Hedging,
     method: &Method,
@@ -22,8 +23,20 @@ pub(crate) fn eligible(
     write_ahead: bool,
     replayable: bool,
     max_attempts: u32,
-) -> bool {
-    hedging.methods.contains(method) && !keyed && !write_ahead && replayable && max_attempts >= 2
+) -> Result<(), NotHedged> {
+    if !hedging.methods.contains(method) {
+        Err(NotHedged::Method)
+    } else if keyed {
+        Err(NotHedged::Keyed)
+    } else if write_ahead {
+        Err(NotHedged::Durable)
+    } else if !replayable {
+        Err(NotHedged::BodyNotReplayable)
+    } else if max_attempts < 2 {
+        Err(NotHedged::SingleAttempt)
+    } else {
+        Ok(())
+    }
 }
 
 /// What the race does after a copy ended, given the ordinary decision on it
@@ -155,8 +168,17 @@ mod tests {
 
     const MS: Duration = Duration::from_millis(1);
 
-    /// name, settings, method, keyed, durable, replayable, max attempts → hedged
-    type EligibleRow<'a> = (&'a str, &'a Hedging, Method, bool, bool, bool, u32, bool);
+    /// name, settings, method, keyed, durable, replayable, max attempts → hedged, or why not
+    type EligibleRow<'a> = (
+        &'a str,
+        &'a Hedging,
+        Method,
+        bool,
+        bool,
+        bool,
+        u32,
+        Result<(), NotHedged>,
+    );
     /// name, held until, asked, now (ms) → held until, the `Retry-After` to decide with
     type HoldRow = (
         &'static str,
@@ -173,15 +195,15 @@ mod tests {
         let with_put = Hedging::default().methods([Method::GET, Method::PUT]);
         #[rustfmt::skip]
         let rows: [EligibleRow<'_>; 9] = [
-            ("a GET",                         &default,  Method::GET,    false, false, true,  3, true),
-            ("a HEAD",                        &default,  Method::HEAD,   false, false, true,  3, true),
-            ("a PUT not listed",              &default,  Method::PUT,    false, false, true,  3, false),
-            ("a PUT listed",                  &with_put, Method::PUT,    false, false, true,  3, true),
-            ("a POST is never hedged",        &default,  Method::POST,   true,  false, true,  3, false),
-            ("a keyed GET",                   &default,  Method::GET,    true,  false, true,  3, false),
-            ("a durable GET",                 &default,  Method::GET,    false, true,  true,  3, false),
-            ("a streamed body",               &with_put, Method::PUT,    false, false, false, 3, false),
-            ("one attempt leaves no copy",    &default,  Method::GET,    false, false, true,  1, false),
+            ("a GET",                         &default,  Method::GET,    false, false, true,  3, Ok(())),
+            ("a HEAD",                        &default,  Method::HEAD,   false, false, true,  3, Ok(())),
+            ("a PUT not listed",              &default,  Method::PUT,    false, false, true,  3, Err(NotHedged::Method)),
+            ("a PUT listed",                  &with_put, Method::PUT,    false, false, true,  3, Ok(())),
+            ("a POST is never hedged",        &default,  Method::POST,   true,  false, true,  3, Err(NotHedged::Method)),
+            ("a keyed GET",                   &default,  Method::GET,    true,  false, true,  3, Err(NotHedged::Keyed)),
+            ("a durable GET",                 &default,  Method::GET,    false, true,  true,  3, Err(NotHedged::Durable)),
+            ("a streamed body",               &with_put, Method::PUT,    false, false, false, 3, Err(NotHedged::BodyNotReplayable)),
+            ("one attempt leaves no copy",    &default,  Method::GET,    false, false, true,  1, Err(NotHedged::SingleAttempt)),
         ];
         for (name, hedging, method, keyed, durable, replayable, attempts, hedged) in rows {
             assert_eq!(

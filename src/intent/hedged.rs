@@ -17,7 +17,7 @@ use tracing::Instrument;
 
 use super::prepare::{Attempt, Prepared};
 use super::state::LoopState;
-use crate::attempt_log::DelayReason;
+use crate::attempt_log::{DelayReason, NotHedged};
 use crate::deadline::Deadline;
 use crate::decision::{self, Ended, Facts};
 use crate::error::{Error, GiveUpReason, LastResult};
@@ -33,24 +33,27 @@ use crate::whole_body;
 
 mod bookkeeping;
 
-/// Is `intent` hedged? Its policy hedges, `hedge::eligible` says yes, and its
-/// transport can send copies at once.
+/// Is `intent` hedged? `None`: its policy does not hedge. Else `hedge::eligible`
+/// must say yes, and its transport must send copies at once; `Err`: why not (the
+/// attempt log says so).
 pub(super) fn applies<T: Transport>(
     intent: &Prepared<T>,
     policy: &PolicyInner,
     write_ahead: bool,
-) -> bool {
-    let Some(hedger) = policy.hedger.as_ref() else {
-        return false;
-    };
-    hedge::eligible(
+) -> Option<Result<(), NotHedged>> {
+    let hedger = policy.hedger.as_ref()?;
+    let eligible = hedge::eligible(
         &hedger.settings,
         &intent.method,
         intent.key.is_some(),
         write_ahead,
         intent.replayable,
         policy.settings.max_attempts,
-    ) && intent.transport.copy().is_some()
+    );
+    Some(eligible.and_then(|()| match intent.transport.copy() {
+        Some(_) => Ok(()),
+        None => Err(NotHedged::Transport),
+    }))
 }
 
 /// Steps 4–7 of an intent `applies` picked. The first copy was admitted by step 2.

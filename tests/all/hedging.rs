@@ -405,3 +405,32 @@ async fn a_retry_after_holds_the_next_copy_though_another_copy_failed_without_on
     let after_the_ask = arrivals[2].duration_since(arrivals[1]);
     assert!(after_the_ask >= Duration::from_secs(1), "{after_the_ask:?}");
 }
+
+/// A request a hedging policy will not hedge runs without copies, and its attempt
+/// log says why.
+#[tokio::test]
+async fn a_request_the_policy_will_not_hedge_says_so_in_its_log() {
+    let script = Script::new(vec![answer(200, "one", 100)]);
+    let server = serve(&script).await;
+    let client = client(Hedging::fixed(10 * MS));
+    let response = client.post(server.uri()).send().await.unwrap();
+    let log = response.attempt_log().unwrap().clone();
+    assert_eq!(
+        log.not_hedged(),
+        Some(reqwest_resilience::NotHedged::Method)
+    );
+    assert!(log.to_string().ends_with("| not hedged: method"), "{log}");
+    let keyed = client
+        .get(server.uri())
+        .idempotency_key("order-1")
+        .send()
+        .await
+        .unwrap();
+    let log = keyed.attempt_log().unwrap();
+    assert_eq!(log.not_hedged(), Some(reqwest_resilience::NotHedged::Keyed));
+    // Only one copy each, though every answer took ten hedge delays.
+    assert_eq!(received(&server).await.len(), 2);
+    // A hedged intent's log has no such line.
+    let hedged = client.get(server.uri()).send().await.unwrap();
+    assert_eq!(hedged.attempt_log().unwrap().not_hedged(), None);
+}
