@@ -280,6 +280,9 @@ mod tests {
             .collect()
     }
 
+    /// name, quantile, what the first period saw -> the delay after it
+    type Row = (&'static str, f64, Vec<Observation>, Result<Duration, NoDelay>);
+
     #[test]
     fn the_rules_of_the_estimate() {
         use Observation::{Failed, Lost, TimedOut};
@@ -288,8 +291,7 @@ mod tests {
             v.push(slow);
             v
         };
-        // name, quantile, what the first period saw -> the delay after it
-        let rows: Vec<(&str, f64, Vec<Observation>, Result<Duration, NoDelay>)> = vec![
+        let rows: Vec<Row> = vec![
             ("p95 of 1..=100 ms", 0.95, answered(1..=100), Ok(95 * MS)),
             ("p99 of 1..=100 ms", 0.99, answered(1..=100), Ok(99 * MS)),
             (
