@@ -248,7 +248,8 @@ impl<'r, 'o> Race<'r, 'o> {
                             if copy.cause == Some(RetryCause::Hedge) {
                                 self.tell(copy.attempt.number, HedgeEventKind::Won, intent);
                             }
-                            self.cancel(&mut copies, &mut state.log, &authority, intent);
+                            let winner = copy.attempt.started;
+                            self.cancel(&mut copies, &mut state.log, &authority, intent, winner);
                             self.finish_log(&mut state.log);
                             state.attach_log(&mut response);
                             return Ok(response);
