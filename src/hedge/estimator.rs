@@ -281,7 +281,12 @@ mod tests {
     }
 
     /// name, quantile, what the first period saw -> the delay after it
-    type Row = (&'static str, f64, Vec<Observation>, Result<Duration, NoDelay>);
+    type Row = (
+        &'static str,
+        f64,
+        Vec<Observation>,
+        Result<Duration, NoDelay>,
+    );
 
     #[test]
     fn the_rules_of_the_estimate() {
