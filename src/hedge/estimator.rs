@@ -12,8 +12,9 @@
 //!   burst cannot drag it;
 //! - **a cold start**: no estimate, so no hedge, before the first refresh that saw
 //!   `min_samples` samples;
-//! - **losers and timeouts are samples, fast failures are not**: a copy cancelled
-//!   because another won ran at least that long, and a copy that timed out at
+//! - **losers and timeouts are samples, fast failures are not**: a copy overtaken
+//!   by a later one ran at least that long (a copy cancelled because an earlier one
+//!   answered is no sample: it ran less than the answer took), and a copy that timed out at
 //!   least its timeout; leaving them out would pull the estimate below the latency
 //!   it measures, and hedge more and more (tower's histogram records winners
 //!   only). A transient failure answered at once (a `503`, a refused connection)
