@@ -20,6 +20,7 @@ use crate::ids::RequestId;
 pub struct AttemptLog {
     records: Records,
     key: Option<IdempotencyKey>,
+    not_hedged: Option<NotHedged>,
 }
 
 /// Most intents make one attempt: that one is kept inline, and a `Vec` is only
@@ -55,7 +56,18 @@ impl AttemptLog {
         Self {
             records: Records::None,
             key,
+            not_hedged: None,
         }
+    }
+
+    /// Why this intent ran without copies although its policy hedges (a POST, a
+    /// keyed request…); `None` when it was hedged, or its policy does not hedge.
+    pub fn not_hedged(&self) -> Option<NotHedged> {
+        self.not_hedged
+    }
+
+    pub(crate) fn set_not_hedged(&mut self, why: NotHedged) {
+        self.not_hedged = Some(why);
     }
 
     /// The key every attempt carried (generated or the caller's); `None` for an
@@ -129,6 +141,42 @@ impl AttemptLog {
     }
 }
 
+/// Why an intent under a hedging policy ran without copies (see
+/// [`AttemptLog::not_hedged`] and [`Hedging`](crate::Hedging)'s docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NotHedged {
+    /// Its method is not among [`Hedging::methods`](crate::Hedging::methods) (a
+    /// POST, a PATCH: never safe to send twice at once).
+    Method,
+    /// It carries an idempotency key: a key is for retries in sequence, not for
+    /// copies in parallel.
+    Keyed,
+    /// It has a write-ahead (a durable intent).
+    Durable,
+    /// Its body cannot be sent again (a stream).
+    BodyNotReplayable,
+    /// `max_attempts` is 1: no room for a second copy.
+    SingleAttempt,
+    /// Its transport cannot send two copies at once (a middleware chain).
+    Transport,
+}
+
+impl NotHedged {
+    /// A short label: `method`, `keyed`, `durable`, `body_not_replayable`,
+    /// `single_attempt`, `transport`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Method => "method",
+            Self::Keyed => "keyed",
+            Self::Durable => "durable",
+            Self::BodyNotReplayable => "body_not_replayable",
+            Self::SingleAttempt => "single_attempt",
+            Self::Transport => "transport",
+        }
+    }
+}
+
 /// One line per attempt, oldest first, no trailing newline — what a person reading a
 /// log or an incident ticket needs: the attempt number, its request id (to find it in
 /// the server's logs), the key's short prefix (never the whole key), what came back,
@@ -142,7 +190,9 @@ impl AttemptLog {
 ///
 /// A failed attempt shows its [`TransportFailure::as_str`] label (the `error.type`
 /// of its span); durations use the format of every message of this crate (see
-/// [`Error`](crate::Error)'s `Display`). An empty log prints nothing.
+/// [`Error`](crate::Error)'s `Display`). Under a hedging policy, an intent that
+/// was not hedged says why at the end of its first line (`| not hedged: keyed`,
+/// see [`NotHedged`]). An empty log prints nothing.
 impl fmt::Display for AttemptLog {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let key = self.key.as_ref().map_or_else(
@@ -172,6 +222,9 @@ impl fmt::Display for AttemptLog {
                     ShortDuration(pause.delay),
                     pause.reason.as_str()
                 )?;
+            }
+            if let (0, Some(why)) = (index, self.not_hedged) {
+                write!(f, " | not hedged: {}", why.as_str())?;
             }
         }
         Ok(())

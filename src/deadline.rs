@@ -5,6 +5,12 @@
 //! attempt's timeout is therefore `min(attempt timeout, time left)`, and no pause is
 //! started that would end at or after the deadline.
 //! (`attempt_timeout::of_attempt` cuts each attempt's timeout to [`Deadline::remaining`].)
+//!
+//! The deadline is an instant, and so is each attempt's end: the time left is read
+//! as the attempt is handed to the transport, which arms its timer from that same
+//! reading (`intent::prepare`'s `Attempt::started`). A runtime that runs an intent
+//! late therefore shortens its attempts; it never moves their end past the
+//! deadline.
 
 use std::time::Duration;
 

@@ -28,7 +28,7 @@ use std::time::Duration;
 use futures_util::future::Either;
 use tracing::Instrument;
 
-use crate::attempt_log::AttemptLog;
+use crate::attempt_log::{AttemptLog, NotHedged};
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 use crate::attempt_log::EndNotRecorded;
 use crate::clock::Instant;
@@ -169,22 +169,22 @@ impl<T: Transport> Ready<T> {
 
             // 4–7. The attempts: raced as hedged copies when hedging applies (boxed:
             // an intent without hedging never holds that race in its future).
-            let hedged =
-                refused.is_none() && hedged::applies(prepared, policy, self.write_ahead.is_some());
+            let hedging = match refused {
+                None => hedged::applies(prepared, policy, self.write_ahead.is_some()),
+                Some(_) => None,
+            };
             let result = match refused {
-                None if hedged => {
+                None if hedging == Some(Ok(())) => {
                     let race =
                         hedged::run(prepared, policy, &observers, &deadline, intent_id, started);
                     Box::pin(race).await
                 }
                 None => {
-                    // The first attempt starts after the write-ahead: its timeout is
-                    // cut to the time left then, not at `send()`.
-                    let first = match self.write_ahead {
-                        Some(_) => policy.clock.now(),
-                        None => started,
-                    };
-                    attempt_loop(prepared, policy, &observers, &deadline, first, intent_id).await
+                    let not_hedged = hedging.and_then(Result::err);
+                    let loop_ = attempt_loop(
+                        prepared, policy, &observers, &deadline, intent_id, not_hedged,
+                    );
+                    loop_.await
                 }
                 Some(refused) => Err(refusal_error(refused, prepared, policy, started)),
             };
@@ -260,21 +260,28 @@ fn mark_end_not_recorded(result: &mut Result<reqwest::Response, Error>) {
 }
 
 /// The attempts of one intent (steps 4–7): send, classify, decide, pause, until a
-/// result. `first_started`: when the first attempt starts (after the write-ahead,
-/// if one ran; the intent itself started at the deadline's start).
+/// result. `not_hedged`: why its hedging policy does not hedge it (the log says so).
 async fn attempt_loop<T: Transport>(
     intent: &mut Prepared<T>,
     policy: &PolicyInner,
     observers: &Observers<'_>,
     deadline: &Deadline,
-    first_started: Instant,
     intent_id: RequestId,
+    not_hedged: Option<NotHedged>,
 ) -> Result<reqwest::Response, Error> {
     let min_attempt_window = decision::min_attempt_window(intent.attempt_timeout, intent.deadline);
     let mut state = LoopState::new(intent, deadline.started());
+    if let Some(why) = not_hedged {
+        tracing::debug!(
+            why = why.as_str(),
+            "the policy hedges, but not this intent: it runs without copies"
+        );
+        state.log.set_not_hedged(why);
+    }
     let mut attempt = Attempt {
         number: 1,
-        started: first_started,
+        // Set as the attempt is sent (see `Attempt::started`).
+        started: deadline.started(),
         request_id: intent_id,
     };
     // The result before a pause: what the caller gets if the next attempt cannot start.
@@ -289,7 +296,7 @@ async fn attempt_loop<T: Transport>(
             &policy.settings.redact_query_params,
         );
         let before = std::mem::replace(&mut previous, (LastResult::Nothing, None));
-        let sending = match intent.send_attempt(policy, deadline, &attempt) {
+        let sending = match intent.send_attempt(policy, deadline, &mut attempt) {
             Ok(sending) => sending,
             Err(why) => return Err(state.give_up(policy, why, before.0, before.1)),
         };
@@ -403,7 +410,7 @@ async fn attempt_loop<T: Transport>(
         policy.sleeper.sleep(delay).await;
         attempt = Attempt {
             number: attempt.number + 1,
-            started: policy.clock.now(),
+            started: attempt.started,
             request_id: RequestId::generate(),
         };
     }

@@ -309,7 +309,7 @@ pub mod model_rules;
 // The everyday types: what building a client, sending an intent and handling its
 // result need. The rest is grouped by what a user reaches for: `gate`, `watch`,
 // `time`, `classification`, `testing`.
-pub use attempt_log::AttemptLog;
+pub use attempt_log::{AttemptLog, NotHedged};
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 pub use attempt_log::ResponseExt;
 pub use backoff::{Backoff, Delays};

@@ -636,6 +636,7 @@ fn every_variable_is_its_toml_key_in_upper_case_under_the_prefix() {
         ("hedging.percentile", "99.0", "99.0"),
         ("hedging.min_samples", "50", "50"),
         ("hedging.floor", r#""25ms""#, "25ms"),
+        ("hedging.refresh", r#""2s""#, "2s"),
         ("hedging.max_copies", "3", "3"),
         ("hedging.cap_ratio", "0.1", "0.1"),
         ("hedging.cap_burst", "5", "5"),
@@ -667,7 +668,7 @@ fn every_variable_is_its_toml_key_in_upper_case_under_the_prefix() {
         assert_eq!(from_env, toml_config(&toml_text), "{variable} is not {key}");
     }
     // Every variable the loader knows is in the table above.
-    assert_eq!(settings.len(), 46);
+    assert_eq!(settings.len(), 47);
 }
 
 /// The policy errors `invalid_policies_name_the_setting` finds in a file, written as

@@ -528,3 +528,31 @@ async fn a_hedge_that_wins_is_counted_sent_won_and_its_loser_cancelled() {
     assert_eq!(recorded.counter(hedges, &event("cancelled")), 1);
     assert_eq!(recorded.counter(hedges, &event("refused_by_cap")), 0);
 }
+
+/// Every answer is slow enough to be hedged, and the cap allows one hedge: the
+/// metrics count one copy sent and the hedges the cap refused, and the server saw
+/// exactly the copies sent (the cap counts a hedge when it is sent).
+#[tokio::test]
+async fn hedges_the_cap_refuses_are_counted() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let slow = ResponseTemplate::new(200).set_delay(200 * MS);
+    // 3 intents: 2 copies for the first, then 1 each.
+    let server = server(slow, 4).await;
+    let policy = policy()
+        .sleeper(reqwest_resilience::TokioSleeper)
+        .hedging(reqwest_resilience::Hedging::fixed(20 * MS).cap(0.000_001, 1));
+    let client = client(policy);
+    for _ in 0..3 {
+        let response = client.get(server.uri()).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+    }
+
+    let recorded = Recorded::take(&snapshotter);
+    let event = |kind| labels(&server, "GET", &[("reqwest_resilience.hedge.event", kind)]);
+    let hedges = "reqwest_resilience.intent.hedges";
+    assert_eq!(recorded.counter(hedges, &event("sent")), 1);
+    assert_eq!(recorded.counter(hedges, &event("refused_by_cap")), 2);
+    assert_eq!(recorded.counter(hedges, &event("refused_by_gate")), 0);
+}

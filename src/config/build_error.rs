@@ -103,6 +103,7 @@ mod tests {
             "hedging.percentile",
             "hedging.min_samples",
             "hedging.floor",
+            "hedging.refresh",
             "hedging.max_copies",
             "hedging.cap_ratio",
             "hedging.methods",

@@ -12,7 +12,7 @@ use super::settings::HedgingSettings;
 use crate::Hedging;
 
 /// The keys only an adaptive delay reads.
-const ADAPTIVE_ONLY: [&str; 3] = ["percentile", "min_samples", "floor"];
+const ADAPTIVE_ONLY: [&str; 4] = ["percentile", "min_samples", "floor", "refresh"];
 
 /// The hedging a `hedging` table describes.
 ///
@@ -31,6 +31,7 @@ pub(super) fn hedging(
                 settings.percentile.is_some(),
                 settings.min_samples.is_some(),
                 settings.floor.is_some(),
+                settings.refresh.is_some(),
             ];
             if let Some((key, _)) = ADAPTIVE_ONLY.iter().zip(set).find(|(_, set)| *set) {
                 return Err(ConfigError::Conflict {
@@ -53,6 +54,9 @@ pub(super) fn hedging(
     }
     if let Some(text) = &settings.floor {
         hedging = hedging.floor(text.parse(&origins.name_of("hedging.floor"))?);
+    }
+    if let Some(text) = &settings.refresh {
+        hedging = hedging.refresh(text.parse(&origins.name_of("hedging.refresh"))?);
     }
     if let Some(copies) = settings.max_copies {
         hedging = hedging.max_copies(copies);

@@ -62,12 +62,15 @@ const READ_BACK: &[(&str, Getter)] = &[
         format!("{:?}", hedging_of(p).fixed_delay())
     }),
     ("hedging.percentile", |p| {
-        hedging_of(p).percentile.to_string()
+        hedging_of(p).trigger_percentile().to_string()
     }),
     ("hedging.min_samples", |p| {
         hedging_of(p).min_samples.to_string()
     }),
     ("hedging.floor", |p| format!("{:?}", hedging_of(p).floor)),
+    ("hedging.refresh", |p| {
+        format!("{:?}", hedging_of(p).refresh)
+    }),
     ("hedging.max_copies", |p| hedging_of(p).copies().to_string()),
     ("hedging.cap_ratio", |p| {
         hedging_of(p).cap_limits().0.to_string()

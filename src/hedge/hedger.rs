@@ -7,32 +7,30 @@
 //! that wins deposits nothing (it is extra load that happened to help, not
 //! ordinary traffic).
 
-use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use super::rules::adaptive_delay;
+use super::estimator::{Estimator, EstimatorSettings, NoDelay, Observation};
 use super::Hedging;
 use crate::clock::Instant;
 use crate::gate::authority::{AuthorityMap, MAX_AUTHORITIES};
 use crate::gate::RetryBudget;
 
-/// Latency samples kept per authority: enough for a p99 to mean something, small
-/// enough to copy and select in on every hedge-eligible intent.
-const SAMPLES: usize = 256;
 /// The cap counts in one window for the whole policy (scope ignored).
 const CAP_SCOPE: &str = "";
+/// The reservoirs' seed: any fixed value keeps a run's samples repeatable.
+const RESERVOIR_SEED: u64 = 0x5EED;
 
 /// A policy's hedging settings and shared state.
 pub(crate) struct Hedger {
     pub(crate) settings: Hedging,
     cap: RetryBudget,
-    latencies: Mutex<AuthorityMap<Samples>>,
+    latencies: Mutex<AuthorityMap<Slot>>,
 }
 
-/// An authority's most recent latencies, oldest first.
+/// An authority's estimator, made on its first observation.
 #[derive(Default)]
-struct Samples(VecDeque<Duration>);
+struct Slot(Option<Estimator>);
 
 impl Hedger {
     /// The state for checked settings (`Hedging::check` passed).
@@ -50,42 +48,46 @@ impl Hedger {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, AuthorityMap<Samples>> {
+    fn lock(&self) -> MutexGuard<'_, AuthorityMap<Slot>> {
         // Plain samples, always consistent: ignore poisoning.
         self.latencies.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// How long the copies in flight wait for an answer before the next goes out;
-    /// `None`: no hedge (adaptive, too few samples yet).
-    pub(crate) fn delay(&self, authority: &str) -> Option<Duration> {
+    fn estimator_settings(&self) -> EstimatorSettings {
         let s = &self.settings;
-        if let Some(fixed) = s.fixed {
-            return Some(fixed);
+        EstimatorSettings {
+            quantile: s.trigger_percentile() / 100.0,
+            period: s.refresh,
+            min_samples: s.min_samples,
+            floor: s.floor,
         }
-        let mut samples: Vec<Duration> = {
-            let map = self.lock();
-            let samples = map.get(authority)?;
-            if samples.0.len() < s.min_samples as usize {
-                return None;
-            }
-            samples.0.iter().copied().collect()
-        };
-        adaptive_delay(&mut samples, s.percentile, s.min_samples, s.floor)
     }
 
-    /// A copy to `authority` took `elapsed` (to its answer, or until it was
-    /// cancelled: a lower bound of its latency, counted all the same).
-    pub(crate) fn record_latency(&self, authority: &str, elapsed: Duration) {
-        if self.settings.fixed.is_some() {
-            return;
+    /// How long the copies in flight wait for an answer at `now` before the next
+    /// goes out, or why no hedge goes (adaptive: see `estimator.rs`).
+    pub(crate) fn delay(&self, authority: &str, now: Instant) -> Result<Duration, NoDelay> {
+        if let Some(fixed) = self.settings.fixed {
+            return Ok(fixed);
         }
         let mut map = self.lock();
-        // Samples are cheap to lose: any entry may make room for a new authority.
-        if let Some(samples) = map.entry(authority, |_| true) {
-            if samples.0.len() == SAMPLES {
-                samples.0.pop_front();
-            }
-            samples.0.push_back(elapsed);
+        match map.entry(authority, |_| true) {
+            Some(Slot(Some(estimator))) => estimator.delay(now),
+            _ => Err(NoDelay::Cold),
+        }
+    }
+
+    /// What a copy to `authority` ending at `now` tells the adaptive delay.
+    pub(crate) fn observe(&self, authority: &str, now: Instant, observation: Observation) {
+        if self.settings.fixed.is_some() || observation == Observation::Failed {
+            return;
+        }
+        let settings = self.estimator_settings();
+        let mut map = self.lock();
+        // Estimates are cheap to lose: any entry may make room for a new authority.
+        if let Some(slot) = map.entry(authority, |_| true) {
+            slot.0
+                .get_or_insert_with(|| Estimator::new(settings, now, RESERVOIR_SEED))
+                .observe(now, observation);
         }
     }
 
@@ -130,22 +132,17 @@ mod tests {
     }
 
     #[test]
-    fn the_adaptive_delay_is_per_authority_and_waits_for_samples() {
-        let hedger = Hedger::new(Hedging::adaptive(50.0).min_samples(4).floor(MS));
-        for ms in [10, 20, 30] {
-            hedger.record_latency("http://a", ms * MS);
+    fn the_adaptive_delay_is_per_authority_and_starts_cold() {
+        let hedger = Hedger::new(Hedging::adaptive(50.0).min_samples(4));
+        let start = Instant::now();
+        for ms in [10, 20, 30, 40] {
+            hedger.observe("http://a", start, Observation::Answered(ms * MS));
         }
-        assert_eq!(hedger.delay("http://a"), None, "3 samples of 4");
-        hedger.record_latency("http://a", 40 * MS);
-        assert_eq!(hedger.delay("http://a"), Some(20 * MS));
-        assert_eq!(hedger.delay("http://b"), None, "another authority");
-        for _ in 0..SAMPLES {
-            hedger.record_latency("http://a", 100 * MS);
-        }
-        assert_eq!(
-            hedger.delay("http://a"),
-            Some(100 * MS),
-            "old samples age out"
-        );
+        assert_eq!(hedger.delay("http://a", start), Err(NoDelay::Cold));
+        let refreshed = start + hedger.settings.refresh;
+        assert_eq!(hedger.delay("http://a", refreshed), Ok(20 * MS));
+        assert_eq!(hedger.delay("http://b", refreshed), Err(NoDelay::Cold));
+        let fixed = Hedger::new(Hedging::fixed(7 * MS));
+        assert_eq!(fixed.delay("http://a", start), Ok(7 * MS));
     }
 }

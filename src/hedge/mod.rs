@@ -34,10 +34,12 @@
 //!   422…) wins at once, and the other copies are cancelled without waiting (their
 //!   futures are dropped; the gates hear [`Gate::attempt_cancelled`](crate::Gate::attempt_cancelled)).
 //!
-//! The rules are pure functions in `rules.rs`; the shared state (the cap and the
-//! latency samples per authority) is in `hedger.rs`; the race is in
+//! The rules are pure functions in `rules.rs`; the adaptive delay's estimate is
+//! the pure type in `estimator.rs`; the shared state (the cap and an estimator per
+//! authority) is in `hedger.rs`; the race is in
 //! `intent/hedged.rs`, a path of its own that intents without hedging never enter.
 
+mod estimator;
 mod hedger;
 #[cfg_attr(not(feature = "unstable-model-rules"), allow(unreachable_pub))]
 #[cfg_attr(
@@ -47,6 +49,7 @@ mod hedger;
 pub(crate) mod rules;
 mod settings;
 
+pub(crate) use estimator::Observation;
 pub(crate) use hedger::Hedger;
 pub(crate) use rules::{after_copy, eligible, hold, may_hedge, HedgeFacts, NoHedge, Step};
 pub use settings::Hedging;

@@ -1,13 +1,13 @@
 //! The hedge decisions as pure functions, each beside its table test: whether an
 //! intent is hedged at all, whether a hedge may go now, what a copy's end means
-//! for the race, and the adaptive delay.
+//! for the race. (The adaptive delay is `estimator.rs`'s.)
 
 use std::time::Duration;
 
 use http::Method;
 
 use super::Hedging;
-use crate::attempt_log::DelayReason;
+use crate::attempt_log::{DelayReason, NotHedged};
 use crate::clock::Instant;
 use crate::decision::Next;
 use crate::error::GiveUpReason;
@@ -15,7 +15,8 @@ use crate::error::GiveUpReason;
 /// Is this intent hedged? Only a method listed in the settings, never with a key
 /// or a write-ahead (a deduplicating server answers a parallel copy 409, see the
 /// module docs), only with a body that can be sent again, and only when
-/// `max_attempts` leaves room for a second copy.
+/// `max_attempts` leaves room for a second copy. `Err`: why not, for the attempt
+/// log.
 pub(crate) fn eligible(
     hedging: &Hedging,
     method: &Method,
@@ -23,8 +24,20 @@ pub(crate) fn eligible(
     write_ahead: bool,
     replayable: bool,
     max_attempts: u32,
-) -> bool {
-    hedging.methods.contains(method) && !keyed && !write_ahead && replayable && max_attempts >= 2
+) -> Result<(), NotHedged> {
+    if !hedging.methods.contains(method) {
+        Err(NotHedged::Method)
+    } else if keyed {
+        Err(NotHedged::Keyed)
+    } else if write_ahead {
+        Err(NotHedged::Durable)
+    } else if !replayable {
+        Err(NotHedged::BodyNotReplayable)
+    } else if max_attempts < 2 {
+        Err(NotHedged::SingleAttempt)
+    } else {
+        Ok(())
+    }
 }
 
 /// What the race does after a copy ended, given the ordinary decision on it
@@ -127,25 +140,6 @@ pub fn may_hedge(facts: HedgeFacts) -> Result<(), NoHedge> {
     Ok(())
 }
 
-/// The adaptive delay from an authority's latency samples: the `percentile`
-/// (nearest rank) once there are `min_samples`, never below `floor`; `None`
-/// (no hedge yet) with fewer samples.
-pub(crate) fn adaptive_delay(
-    samples: &mut [Duration],
-    percentile: f64,
-    min_samples: u32,
-    floor: Duration,
-) -> Option<Duration> {
-    if samples.is_empty() || samples.len() < min_samples as usize {
-        return None;
-    }
-    // Nearest rank: the smallest sample with at least `percentile` % at or below it.
-    let rank = (percentile / 100.0 * samples.len() as f64).ceil() as usize;
-    let index = rank.clamp(1, samples.len()) - 1;
-    let (_, at, _) = samples.select_nth_unstable(index);
-    Some((*at).max(floor))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,8 +147,17 @@ mod tests {
 
     const MS: Duration = Duration::from_millis(1);
 
-    /// name, settings, method, keyed, durable, replayable, max attempts → hedged
-    type EligibleRow<'a> = (&'a str, &'a Hedging, Method, bool, bool, bool, u32, bool);
+    /// name, settings, method, keyed, durable, replayable, max attempts → hedged, or why not
+    type EligibleRow<'a> = (
+        &'a str,
+        &'a Hedging,
+        Method,
+        bool,
+        bool,
+        bool,
+        u32,
+        Result<(), NotHedged>,
+    );
     /// name, held until, asked, now (ms) → held until, the `Retry-After` to decide with
     type HoldRow = (
         &'static str,
@@ -164,15 +167,6 @@ mod tests {
         Option<Instant>,
         Option<Duration>,
     );
-    /// name, samples, percentile, min samples, floor → delay
-    type DelayRow = (
-        &'static str,
-        Vec<Duration>,
-        f64,
-        u32,
-        Duration,
-        Option<Duration>,
-    );
 
     #[test]
     fn which_intents_are_hedged() {
@@ -180,15 +174,15 @@ mod tests {
         let with_put = Hedging::default().methods([Method::GET, Method::PUT]);
         #[rustfmt::skip]
         let rows: [EligibleRow<'_>; 9] = [
-            ("a GET",                         &default,  Method::GET,    false, false, true,  3, true),
-            ("a HEAD",                        &default,  Method::HEAD,   false, false, true,  3, true),
-            ("a PUT not listed",              &default,  Method::PUT,    false, false, true,  3, false),
-            ("a PUT listed",                  &with_put, Method::PUT,    false, false, true,  3, true),
-            ("a POST is never hedged",        &default,  Method::POST,   true,  false, true,  3, false),
-            ("a keyed GET",                   &default,  Method::GET,    true,  false, true,  3, false),
-            ("a durable GET",                 &default,  Method::GET,    false, true,  true,  3, false),
-            ("a streamed body",               &with_put, Method::PUT,    false, false, false, 3, false),
-            ("one attempt leaves no copy",    &default,  Method::GET,    false, false, true,  1, false),
+            ("a GET",                         &default,  Method::GET,    false, false, true,  3, Ok(())),
+            ("a HEAD",                        &default,  Method::HEAD,   false, false, true,  3, Ok(())),
+            ("a PUT not listed",              &default,  Method::PUT,    false, false, true,  3, Err(NotHedged::Method)),
+            ("a PUT listed",                  &with_put, Method::PUT,    false, false, true,  3, Ok(())),
+            ("a POST is never hedged",        &default,  Method::POST,   true,  false, true,  3, Err(NotHedged::Method)),
+            ("a keyed GET",                   &default,  Method::GET,    true,  false, true,  3, Err(NotHedged::Keyed)),
+            ("a durable GET",                 &default,  Method::GET,    false, true,  true,  3, Err(NotHedged::Durable)),
+            ("a streamed body",               &with_put, Method::PUT,    false, false, false, 3, Err(NotHedged::BodyNotReplayable)),
+            ("one attempt leaves no copy",    &default,  Method::GET,    false, false, true,  1, Err(NotHedged::SingleAttempt)),
         ];
         for (name, hedging, method, keyed, durable, replayable, attempts, hedged) in rows {
             assert_eq!(
@@ -272,28 +266,6 @@ mod tests {
         ];
         for (name, facts, expected) in rows {
             assert_eq!(may_hedge(facts), expected, "{name}");
-        }
-    }
-
-    #[test]
-    fn the_adaptive_delay() {
-        let samples = |n: u32| (1..=n).map(|i| MS * i).collect::<Vec<_>>();
-        #[rustfmt::skip]
-        let rows: [DelayRow; 6] = [
-            ("too few samples: no hedge",     samples(19),  95.0, 20, Duration::ZERO, None),
-            ("no samples",                    Vec::new(),   95.0, 1,  Duration::ZERO, None),
-            ("p95 of 1..=100 ms",             samples(100), 95.0, 20, Duration::ZERO, Some(95 * MS)),
-            ("p50 of 1..=20 ms",              samples(20),  50.0, 20, Duration::ZERO, Some(10 * MS)),
-            ("p99.9 of 20 is the largest",    samples(20),  99.9, 20, Duration::ZERO, Some(20 * MS)),
-            ("never below the floor",         samples(100), 95.0, 20, 200 * MS,       Some(200 * MS)),
-        ];
-        for (name, mut samples, p, min, floor, expected) in rows {
-            samples.reverse(); // any order
-            assert_eq!(
-                adaptive_delay(&mut samples, p, min, floor),
-                expected,
-                "{name}"
-            );
         }
     }
 }

@@ -8,12 +8,14 @@ use http::Method;
 pub(crate) const DEFAULT_MAX_COPIES: u32 = 2;
 /// Most copies in flight accepted (gRPC A6 caps `maxAttempts` at 5).
 pub(crate) const MAX_COPIES_LIMIT: u32 = 5;
-/// Default percentile of the authority's latency after which a hedge goes.
-pub(crate) const DEFAULT_PERCENTILE: f64 = 95.0;
-/// Default least number of latency samples before the percentile is trusted.
+/// The lowest percentile the budget's mapping gives (a budget above one half
+/// hedges at the median).
+const LOWEST_DERIVED_PERCENTILE: f64 = 50.0;
+/// Default least number of latency samples in the window before an estimate.
 pub(crate) const DEFAULT_MIN_SAMPLES: u32 = 20;
-/// Default shortest adaptive delay.
-pub(crate) const DEFAULT_FLOOR: Duration = Duration::from_millis(10);
+/// Default period on which the adaptive delay is worked out again (and the length
+/// of one of the window's buckets; see `estimator.rs`).
+pub(crate) const DEFAULT_REFRESH: Duration = Duration::from_secs(1);
 /// Default share of hedge-eligible intents that may be hedged.
 pub(crate) const DEFAULT_CAP_RATIO: f64 = 0.05;
 /// Default hedges per window always allowed.
@@ -32,17 +34,21 @@ const MAX_DELAY: Duration = Duration::from_secs(3600);
 ///
 /// | setting | default | why |
 /// |---|---|---|
-/// | delay | adaptive: the authority's 95th-percentile latency ([`Hedging::adaptive`]) | "The Tail at Scale": a backup after p95 keeps the extra load near 5 % |
-/// | `min_samples` | 20 answers from the authority before any hedge | a percentile of a handful of samples is noise |
-/// | `floor` | 10 ms | never hedge a fast service on its jitter |
+/// | delay | adaptive: the authority's latency at the percentile the cap implies, `100 × (1 − cap ratio)` (p95 for the default 5 %; [`Hedging::trigger_percentile`]) | a copy after the `q`-th percentile goes for `1 − q` of the intents: the extra load the cap allows, as Finagle's `BackupRequestFilter` derives it |
+/// | estimate | worked out every 1 s from the last 5 s of samples; none before the first refresh with `min_samples` | steady between refreshes; no hedge on a guess |
+/// | `min_samples` | 20 samples in the window before any hedge | a percentile of a handful of samples is noise |
+/// | `floor` | none: the service's own latency is the floor | a constant floor gives up exactly the fast services where hedging pays most |
 /// | `max_copies` | 2 in flight, the first included (each counts toward `max_attempts`) | one backup request, as tower's and Finagle's |
-/// | `cap` | 5 % of the hedge-eligible intents over 10 s, plus 10 per 10 s | the extra load the percentile aims at, enforced; a quiet client still hedges |
+/// | `cap` | 5 % of the hedge-eligible intents over 10 s, plus 10 per 10 s, counted when a copy is sent | the extra load the percentile aims at, enforced; a quiet client still hedges |
 /// | `methods` | GET, HEAD, OPTIONS | safe to send twice at once; PUT and DELETE only when listed |
 ///
-/// The adaptive delay counts a cancelled copy's time as a sample too (a lower
-/// bound of its latency, as Finagle counts superseded requests): leaving the slow
-/// copies out would let the percentile fall below the latency it is meant to
-/// measure, and hedge more and more.
+/// What the adaptive delay samples, and when it holds back (see the README's
+/// hedging section): answers, cancelled copies (a lower bound of their latency,
+/// as Finagle counts superseded requests) and timeouts are samples; fast failures
+/// (a `503` answered at once) are not, as they would pull the delay low. No copy
+/// goes while the percentile falls on a timeout (the estimate is at its ceiling)
+/// or while most requests of the current period are slower than the estimate
+/// (the whole service is slow: a copy would only add load).
 ///
 /// # Examples
 /// ```
@@ -60,11 +66,13 @@ const MAX_DELAY: Duration = Duration::from_secs(3600);
 /// [`hedging` section of the README]: https://docs.rs/crate/reqwest-resilience/latest/source/README.md
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hedging {
-    /// `Some`: a fixed delay; `None`: adaptive, from `percentile`.
+    /// `Some`: a fixed delay; `None`: adaptive, at `trigger_percentile()`.
     pub(crate) fixed: Option<Duration>,
-    pub(crate) percentile: f64,
+    /// `None`: the cap's ratio implies it.
+    pub(crate) percentile: Option<f64>,
     pub(crate) min_samples: u32,
     pub(crate) floor: Duration,
+    pub(crate) refresh: Duration,
     pub(crate) max_copies: u32,
     pub(crate) cap_ratio: f64,
     pub(crate) cap_burst: u32,
@@ -72,8 +80,19 @@ pub struct Hedging {
 }
 
 impl Default for Hedging {
+    /// Adaptive, at the percentile the cap implies (see the table above).
     fn default() -> Self {
-        Self::adaptive(DEFAULT_PERCENTILE)
+        Self {
+            fixed: None,
+            percentile: None,
+            min_samples: DEFAULT_MIN_SAMPLES,
+            floor: Duration::ZERO,
+            refresh: DEFAULT_REFRESH,
+            max_copies: DEFAULT_MAX_COPIES,
+            cap_ratio: DEFAULT_CAP_RATIO,
+            cap_burst: DEFAULT_CAP_BURST,
+            methods: vec![Method::GET, Method::HEAD, Method::OPTIONS],
+        }
     }
 }
 
@@ -82,37 +101,41 @@ impl Hedging {
     pub fn fixed(delay: Duration) -> Self {
         Self {
             fixed: Some(delay),
-            ..Self::adaptive(DEFAULT_PERCENTILE)
+            ..Self::default()
         }
     }
 
     /// A hedge after the `percentile` (in (0, 100)) of the latency of the
-    /// request's authority (scheme, host, port), once
-    /// [`min_samples`](Self::min_samples) answers were seen, never before
-    /// [`floor`](Self::floor).
+    /// request's authority (scheme, host, port), set out instead of implied by
+    /// the cap ([`Hedging::default`] derives it: `100 × (1 − cap ratio)`). The
+    /// estimate is worked out as the default's is (see the table above).
     pub fn adaptive(percentile: f64) -> Self {
         Self {
-            fixed: None,
-            percentile,
-            min_samples: DEFAULT_MIN_SAMPLES,
-            floor: DEFAULT_FLOOR,
-            max_copies: DEFAULT_MAX_COPIES,
-            cap_ratio: DEFAULT_CAP_RATIO,
-            cap_burst: DEFAULT_CAP_BURST,
-            methods: vec![Method::GET, Method::HEAD, Method::OPTIONS],
+            percentile: Some(percentile),
+            ..Self::default()
         }
     }
 
-    /// Answers from an authority before the adaptive delay hedges it (at least 1;
-    /// default 20). Until then its intents run unhedged.
+    /// Samples of an authority's latency in the window before the adaptive delay
+    /// hedges it (at least 1; default 20). Until then its intents run unhedged.
     pub fn min_samples(mut self, samples: u32) -> Self {
         self.min_samples = samples;
         self
     }
 
-    /// The shortest adaptive delay (default 10 ms; at most 1 h).
+    /// The shortest adaptive delay (default none: the service's own latency is
+    /// the floor; at most 1 h).
     pub fn floor(mut self, floor: Duration) -> Self {
         self.floor = floor;
+        self
+    }
+
+    /// How often the adaptive delay is worked out again from the window of the
+    /// last five such periods (default 1 s, so a 5 s window; at least 1 ms, at
+    /// most 1 h). Between refreshes the delay holds still; no hedge goes before
+    /// the first refresh that saw [`min_samples`](Self::min_samples).
+    pub fn refresh(mut self, every: Duration) -> Self {
+        self.refresh = every;
         self
     }
 
@@ -146,6 +169,16 @@ impl Hedging {
         self.fixed
     }
 
+    /// The percentile of the authority's latency after which an adaptive delay
+    /// hedges: the one set by [`adaptive`](Self::adaptive), else the one the cap
+    /// implies, `100 × (1 − ratio)` (at least 50): a 5 % cap hedges at p95, a 1 %
+    /// cap at p99, so the copies the percentile sends are the extra load the cap
+    /// allows.
+    pub fn trigger_percentile(&self) -> f64 {
+        self.percentile
+            .unwrap_or_else(|| (100.0 * (1.0 - self.cap_ratio)).max(LOWEST_DERIVED_PERCENTILE))
+    }
+
     /// Copies in flight at once, the first included.
     pub fn copies(&self) -> u32 {
         self.max_copies
@@ -167,7 +200,7 @@ impl Hedging {
                 ));
             }
         }
-        let p = self.percentile;
+        let p = self.percentile.unwrap_or(50.0);
         if !(p.is_finite() && p > 0.0 && p < 100.0) {
             return Err((
                 "hedging.percentile",
@@ -181,6 +214,15 @@ impl Hedging {
             return Err((
                 "hedging.floor",
                 format!("must be at most one hour, got {:?}", self.floor),
+            ));
+        }
+        if self.refresh < Duration::from_millis(1) || self.refresh > MAX_DELAY {
+            return Err((
+                "hedging.refresh",
+                format!(
+                    "must be at least 1 ms and at most one hour, got {:?}",
+                    self.refresh
+                ),
             ));
         }
         if !(2..=MAX_COPIES_LIMIT).contains(&self.max_copies) {
@@ -228,7 +270,12 @@ mod tests {
     #[test]
     fn each_bad_value_names_its_setting() {
         let ms = Duration::from_millis;
-        let rows: [(&str, Hedging, &str); 10] = [
+        let rows: [(&str, Hedging, &str); 11] = [
+            (
+                "refresh 0",
+                Hedging::default().refresh(ms(0)),
+                "hedging.refresh",
+            ),
             ("zero delay", Hedging::fixed(ms(0)), "hedging.delay"),
             (
                 "delay over an hour",

@@ -17,13 +17,13 @@ use tracing::Instrument;
 
 use super::prepare::{Attempt, Prepared};
 use super::state::LoopState;
-use crate::attempt_log::DelayReason;
+use crate::attempt_log::{DelayReason, NotHedged};
 use crate::clock::Instant;
 use crate::deadline::Deadline;
 use crate::decision::{self, Ended, Facts};
 use crate::error::{Error, GiveUpReason, LastResult};
 use crate::gate::{self, RetryCause};
-use crate::hedge::{self, HedgeFacts, Hedger, Step};
+use crate::hedge::{self, HedgeFacts, Hedger, Observation, Step};
 use crate::ids::RequestId;
 use crate::observer::{HedgeEventKind, Observers, RetryScheduled};
 use crate::policy::PolicyInner;
@@ -34,24 +34,27 @@ use crate::whole_body;
 
 mod bookkeeping;
 
-/// Is `intent` hedged? Its policy hedges, `hedge::eligible` says yes, and its
-/// transport can send copies at once.
+/// Is `intent` hedged? `None`: its policy does not hedge. Else `hedge::eligible`
+/// must say yes, and its transport must send copies at once; `Err`: why not (the
+/// attempt log says so).
 pub(super) fn applies<T: Transport>(
     intent: &Prepared<T>,
     policy: &PolicyInner,
     write_ahead: bool,
-) -> bool {
-    let Some(hedger) = policy.hedger.as_ref() else {
-        return false;
-    };
-    hedge::eligible(
+) -> Option<Result<(), NotHedged>> {
+    let hedger = policy.hedger.as_ref()?;
+    let eligible = hedge::eligible(
         &hedger.settings,
         &intent.method,
         intent.key.is_some(),
         write_ahead,
         intent.replayable,
         policy.settings.max_attempts,
-    ) && intent.transport.copy().is_some()
+    );
+    Some(eligible.and_then(|()| match intent.transport.copy() {
+        Some(_) => Ok(()),
+        None => Err(NotHedged::Transport),
+    }))
 }
 
 /// Steps 4–7 of an intent `applies` picked. The first copy was admitted by step 2.
@@ -166,6 +169,7 @@ impl<'r, 'o> Race<'r, 'o> {
 
         let first = Attempt {
             number: 1,
+            // Set as the copy is sent (see `Attempt::started`).
             started,
             request_id: self.intent_id,
         };
@@ -205,10 +209,12 @@ impl<'r, 'o> Race<'r, 'o> {
                         &result,
                     );
                     drop(copy.span);
-                    if result.is_ok() {
-                        let took = now.saturating_duration_since(copy.attempt.started);
-                        self.hedger.record_latency(&authority, took);
-                    }
+                    let took = now.saturating_duration_since(copy.attempt.started);
+                    self.hedger.observe(
+                        &authority,
+                        now,
+                        observation(&result, verdict.retry(), took),
+                    );
                     // 6. What this copy's end means for the race.
                     let (held_until, retry_after) =
                         hedge::hold(self.held_until, verdict.retry_after, now);
@@ -247,7 +253,8 @@ impl<'r, 'o> Race<'r, 'o> {
                             if copy.cause == Some(RetryCause::Hedge) {
                                 self.tell(copy.attempt.number, HedgeEventKind::Won, intent);
                             }
-                            self.cancel(&mut copies, &mut state.log, &authority, intent);
+                            let winner = copy.attempt.started;
+                            self.cancel(&mut copies, &mut state.log, &authority, intent, winner);
                             self.finish_log(&mut state.log);
                             state.attach_log(&mut response);
                             return Ok(response);
@@ -350,13 +357,12 @@ impl<'r, 'o> Race<'r, 'o> {
         intent: &mut Prepared<T>,
         transport: &T,
         copies: &mut Vec<InFlight<'t>>,
-        attempt: Attempt,
+        mut attempt: Attempt,
         cause: Option<RetryCause>,
     ) -> Result<(), GiveUpReason> {
         let policy = self.policy;
         // `applies` got a transport that copies: its copies copy too.
         let copied = transport.copy().ok_or(GiveUpReason::NotRetryable)?;
-        let request = intent.attempt_request(policy, self.deadline, &attempt)?;
         let span = telemetry::attempt_span(
             &intent.method,
             intent.requests.url(),
@@ -364,8 +370,10 @@ impl<'r, 'o> Race<'r, 'o> {
             attempt.request_id,
             &policy.settings.redact_query_params,
         );
-        let whole_body = intent.whole_body;
-        let sending = send(copied, request, whole_body).instrument(span.clone());
+        let request = intent.attempt_request(policy, self.deadline, &mut attempt)?;
+        // The race polls its copies as soon as this returns, in the same turn:
+        // the transport arms the copy's timer from `attempt.started`.
+        let sending = send(copied, request, intent.whole_body).instrument(span.clone());
         self.sent += 1;
         self.latest = (attempt.number, attempt.started);
         copies.push(InFlight {
@@ -377,12 +385,17 @@ impl<'r, 'o> Race<'r, 'o> {
         Ok(())
     }
 
-    /// Starts the hedge timer, when the delay is known (adaptive: enough samples).
+    /// Starts the hedge timer, when there is a delay (adaptive: an estimate, and
+    /// not every request slow; see `hedge/estimator.rs`).
     fn arm_hedge(&self, authority: &str, timer: &mut Option<(Sleep, Timer)>) {
-        *timer = self
-            .hedger
-            .delay(authority)
-            .map(|delay| (self.policy.sleeper.sleep(delay), Timer::Hedge(delay)));
+        let now = self.policy.clock.now();
+        *timer = match self.hedger.delay(authority, now) {
+            Ok(delay) => Some((self.policy.sleeper.sleep(delay), Timer::Hedge(delay))),
+            Err(why) => {
+                tracing::trace!(?why, "no hedge delay: this copy runs alone");
+                None
+            }
+        };
     }
 
     /// The hedge delay passed without an answer: sends a hedge if the rules, the
@@ -517,6 +530,25 @@ impl<'r, 'o> Race<'r, 'o> {
 enum Ending {
     GiveUp(GiveUpReason),
     Refused(gate::GateRefusal),
+}
+
+/// What a copy's end tells the adaptive delay: a final answer its latency, a
+/// timeout a lower bound at the ceiling; a transient failure (often answered at
+/// once) nothing.
+fn observation(
+    result: &Result<reqwest::Response, TransportError>,
+    transient: bool,
+    took: Duration,
+) -> Observation {
+    match result {
+        Ok(_) if !transient => Observation::Answered(took),
+        Err(TransportError::Reqwest(error) | TransportError::BodyCut(error))
+            if error.is_timeout() =>
+        {
+            Observation::TimedOut(took)
+        }
+        _ => Observation::Failed,
+    }
 }
 
 /// One copy on the wire: the transport's send, then the body when the intent

@@ -154,14 +154,15 @@ impl<T: Transport> Prepared<T> {
         crate::gate::authority::of(self.requests.url())
     }
 
-    /// Sends `attempt`'s request as `outgoing::dress` writes it, with the
-    /// attempt's timeout cut to the time left, and returns the transport's future; or why no attempt can start (the pause overran the
-    /// deadline, or a body that cannot be replayed was already sent).
+    /// Sends `attempt`'s request (see [`attempt_request`](Self::attempt_request))
+    /// and returns the transport's future; or why no attempt can start (the
+    /// pause overran the deadline, or a body that cannot be replayed was already
+    /// sent).
     pub(super) fn send_attempt(
         &mut self,
         policy: &PolicyInner,
         deadline: &Deadline,
-        attempt: &Attempt,
+        attempt: &mut Attempt,
     ) -> Result<
         impl Future<Output = Result<reqwest::Response, TransportError>> + MaybeSend + '_,
         GiveUpReason,
@@ -181,24 +182,24 @@ impl<T: Transport> Prepared<T> {
 }
 
 impl<T> Prepared<T> {
-    /// `attempt`'s request as `outgoing::dress` writes it, with its timeout cut to
-    /// the time left written as the transport's `WireTimeout` asks; or why no
-    /// attempt can start (no time left, or a body that cannot be replayed was
-    /// already sent).
+    /// `attempt`'s request as `outgoing::dress` writes it, and the instant the
+    /// attempt starts (`attempt.started`, read last); with its timeout, what is
+    /// left then of `min(started + attempt timeout, deadline)`, written as the
+    /// transport's `WireTimeout` asks. Or why no attempt can start (no time
+    /// left, or a body that cannot be replayed was already sent).
+    ///
+    /// The caller hands the request to the transport at once: the transport arms
+    /// the attempt's timer as it takes the request, so the attempt ends at its
+    /// instant however late the runtime first ran the intent.
     pub(super) fn attempt_request(
         &mut self,
         policy: &PolicyInner,
         deadline: &Deadline,
-        attempt: &Attempt,
+        attempt: &mut Attempt,
     ) -> Result<reqwest::Request, GiveUpReason>
     where
         T: Transport,
     {
-        let timeout =
-            attempt_timeout::of_attempt(self.attempt_timeout, deadline.remaining(attempt.started));
-        if timeout == Some(Duration::ZERO) {
-            return Err(GiveUpReason::DeadlineExceeded);
-        }
         let mut request = self
             .requests
             .next()
@@ -212,6 +213,12 @@ impl<T> Prepared<T> {
             self.body_factory.as_ref().map(|make| make()),
             wire,
         );
+        attempt.started = policy.clock.now();
+        let timeout =
+            attempt_timeout::of_attempt(self.attempt_timeout, deadline.remaining(attempt.started));
+        if timeout == Some(Duration::ZERO) {
+            return Err(GiveUpReason::DeadlineExceeded);
+        }
         self.transport.wire_timeout().write(&mut request, timeout);
         Ok(request)
     }
@@ -220,6 +227,11 @@ impl<T> Prepared<T> {
 /// One attempt's identity: its number, when it started, its request id.
 pub(super) struct Attempt {
     pub(super) number: u32,
+    /// Set by `attempt_request` just before the attempt is handed to the
+    /// transport, with nothing that waits in between: the transport arms the
+    /// attempt's timer from the same instant, so the attempt ends at
+    /// `min(started + timeout, deadline)` however late the runtime first ran the
+    /// intent.
     pub(super) started: Instant,
     pub(super) request_id: RequestId,
 }

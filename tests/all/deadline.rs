@@ -456,3 +456,66 @@ async fn an_unheard_end_makes_a_known_give_up_unknown() {
     assert!(started.elapsed() < 400 * MS + 250 * MS);
     assert!(error.is_outcome_unknown(), "{error}");
 }
+
+/// The resolution of tokio's timer: a timer fires within one tick of its instant.
+const TIMER_TICK: Duration = Duration::from_millis(1);
+
+/// Every attempt and every hedged copy expires at an instant fixed when the intent
+/// decided to send it: a runtime that first runs the intent late (its only thread
+/// blocked right after `send()`) does not move the instant later.
+///
+/// Each call races a plain timer set one tick after its deadline, the call polled
+/// first: a call whose own timer is due no later than that tick has ended by the
+/// time the plain timer could win, however late a loaded host runs the thread.
+#[test]
+fn a_stalled_runtime_does_not_stretch_the_deadline() {
+    const DEADLINE: Duration = Duration::from_millis(300);
+    const STALL: Duration = Duration::from_millis(200);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        // wiremock serves from a thread of its own: the stall does not hold it.
+        let server = MockServer::start().await;
+        Mock::given(method("GET"))
+            .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(5)))
+            .mount(&server)
+            .await;
+        let single = RetryPolicy::builder().max_attempts(1);
+        let retrying = RetryPolicy::builder().max_attempts(3);
+        let hedged = RetryPolicy::builder().hedging(reqwest_resilience::Hedging::fixed(
+            Duration::from_millis(30),
+        ));
+        let clients: Vec<ResilientClient> = [single, retrying, hedged]
+            .into_iter()
+            .map(|policy| ResilientClient::with_policy(policy.deadline(DEADLINE).build().unwrap()))
+            .collect();
+        let calls: Vec<_> = clients
+            .iter()
+            .map(|client| {
+                let issued = Instant::now();
+                let call = client.get(server.uri()).send();
+                let late = tokio::time::sleep_until((issued + DEADLINE + TIMER_TICK).into());
+                let raced = tokio::spawn(async move {
+                    tokio::select! {
+                        biased;
+                        result = call => Some((result, Instant::now())),
+                        () = late => None,
+                    }
+                });
+                (issued + DEADLINE, raced)
+            })
+            .collect();
+        // The only thread is blocked before any intent first runs.
+        std::thread::sleep(STALL);
+        for (index, (deadline, raced)) in calls.into_iter().enumerate() {
+            let Some((result, returned)) = raced.await.unwrap() else {
+                panic!("call {index} was still running one timer tick after its deadline");
+            };
+            let error = result.unwrap_err();
+            assert!(error.is_deadline_exceeded(), "call {index}: {error}");
+            assert!(returned >= deadline, "call {index} ended early");
+        }
+    });
+}

@@ -210,7 +210,13 @@ async fn the_adaptive_delay_waits_for_its_samples_then_hedges_after_the_percenti
         answer(200, "hedge", 0),
     ]);
     let server = serve(&script).await;
-    let client = client(Hedging::adaptive(50.0).min_samples(3).floor(10 * MS));
+    let refresh = 300 * MS;
+    let client = client(
+        Hedging::adaptive(50.0)
+            .min_samples(3)
+            .floor(10 * MS)
+            .refresh(refresh),
+    );
     for body in ["a", "b", "c"] {
         let response = client.get(server.uri()).send().await.unwrap();
         assert_eq!(response.text().await.unwrap(), body);
@@ -220,6 +226,8 @@ async fn the_adaptive_delay_waits_for_its_samples_then_hedges_after_the_percenti
         3,
         "no hedge before 3 samples"
     );
+    // The estimate is worked out on the next refresh.
+    tokio::time::sleep(refresh).await;
 
     // Samples of at least 200, 200 and 700 ms: the median is at least 200 ms.
     let started = Instant::now();
@@ -396,4 +404,33 @@ async fn a_retry_after_holds_the_next_copy_though_another_copy_failed_without_on
     assert_eq!(arrivals.len(), 3);
     let after_the_ask = arrivals[2].duration_since(arrivals[1]);
     assert!(after_the_ask >= Duration::from_secs(1), "{after_the_ask:?}");
+}
+
+/// A request a hedging policy will not hedge runs without copies, and its attempt
+/// log says why.
+#[tokio::test]
+async fn a_request_the_policy_will_not_hedge_says_so_in_its_log() {
+    let script = Script::new(vec![answer(200, "one", 100)]);
+    let server = serve(&script).await;
+    let client = client(Hedging::fixed(10 * MS));
+    let response = client.post(server.uri()).send().await.unwrap();
+    let log = response.attempt_log().unwrap().clone();
+    assert_eq!(
+        log.not_hedged(),
+        Some(reqwest_resilience::NotHedged::Method)
+    );
+    assert!(log.to_string().ends_with("| not hedged: method"), "{log}");
+    let keyed = client
+        .get(server.uri())
+        .idempotency_key("order-1")
+        .send()
+        .await
+        .unwrap();
+    let log = keyed.attempt_log().unwrap();
+    assert_eq!(log.not_hedged(), Some(reqwest_resilience::NotHedged::Keyed));
+    // Only one copy each, though every answer took ten hedge delays.
+    assert_eq!(received(&server).await.len(), 2);
+    // A hedged intent's log has no such line.
+    let hedged = client.get(server.uri()).send().await.unwrap();
+    assert_eq!(hedged.attempt_log().unwrap().not_hedged(), None);
 }

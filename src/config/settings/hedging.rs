@@ -46,6 +46,10 @@ settings_table! {
             value: "a duration: the shortest adaptive delay",
             example: r#""25ms""#,
         }
+        refresh: DurationText {
+            value: "a duration: how often the adaptive delay is worked out again (its window is five of them)",
+            example: r#""2s""#,
+        }
         max_copies: u32 {
             value: "a whole number from 2 to 5: the copies in flight at once, the first included",
             example: "3",

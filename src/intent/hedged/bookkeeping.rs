@@ -11,6 +11,7 @@ use crate::attempt_log::{AttemptLog, AttemptOutcome, AttemptRecord};
 use crate::clock::Instant;
 use crate::error::{Error, LastResult};
 use crate::gate::{self, GateScope, RetryCause};
+use crate::hedge::Observation;
 use crate::observer::{HedgeEvent, HedgeEventKind};
 
 impl Race<'_, '_> {
@@ -61,15 +62,19 @@ impl Race<'_, '_> {
         })
     }
 
-    /// Another copy won: every copy still running is cancelled (its future
-    /// dropped, not awaited), logged as such, its time counted as a latency
-    /// sample (a lower bound), and the gates told it ended neither way.
+    /// Another copy, sent at `winner_sent`, won: every copy still running is
+    /// cancelled (its future dropped, not awaited), logged as such, and the gates
+    /// told it ended neither way. A copy sent before the winner was overtaken: its
+    /// time is a latency sample (a lower bound). One sent after it says nothing of
+    /// the latency (it ran less than the winner took), and would pull the
+    /// estimate low.
     pub(super) fn cancel<T>(
         &self,
         copies: &mut Vec<InFlight<'_>>,
         log: &mut AttemptLog,
         authority: &str,
         intent: &Prepared<T>,
+        winner_sent: Instant,
     ) {
         let url = intent.requests.url();
         let now = self.policy.clock.now();
@@ -77,7 +82,9 @@ impl Race<'_, '_> {
             let ran = now.saturating_duration_since(copy.attempt.started);
             copy.span.record("error.type", "cancelled");
             drop(copy.sending);
-            self.hedger.record_latency(authority, ran);
+            if copy.attempt.started <= winner_sent {
+                self.hedger.observe(authority, now, Observation::Lost(ran));
+            }
             let scope = GateScope {
                 host: url.host_str().unwrap_or(""),
                 authority,

@@ -37,7 +37,9 @@ pub struct Plan {
     pub p12_backlog: usize,
     /// P13: runs (each figure is the worst of them), measured intents per row,
     /// warm-up intents before them, measured intents in the outage rows.
+    /// Seeds, and rounds per seed (every row once per round).
     pub p13_runs: usize,
+    pub p13_rounds: usize,
     pub p13_intents: usize,
     pub p13_warmup: usize,
     pub p13_outage_intents: usize,
@@ -72,8 +74,9 @@ impl Plan {
                 p12_load: Duration::from_secs(2),
                 p12_backlog: 1_000,
                 p13_runs: 1,
+                p13_rounds: 1,
                 p13_intents: 2_000,
-                p13_warmup: 2_000,
+                p13_warmup: 3_000,
                 p13_outage_intents: 6_000,
             }
         } else {
@@ -102,10 +105,11 @@ impl Plan {
                 p12_idle_intents: 500,
                 p12_load: Duration::from_secs(5),
                 p12_backlog: 3_000,
-                p13_runs: 3,
+                p13_runs: 2,
+                p13_rounds: 3,
                 p13_intents: 10_000,
-                p13_warmup: 2_000,
-                p13_outage_intents: 24_000,
+                p13_warmup: 3_000,
+                p13_outage_intents: 12_000,
             }
         }
     }

@@ -71,6 +71,9 @@ pub struct Summary {
     pub p13_tower_p99_ratio: Option<f64>,
     /// Cap windows with hedges over the cap in the outage rows, all runs (P13).
     pub p13_outage_over_cap: Option<usize>,
+    /// The longest time any intent of this crate's rows returned past its
+    /// deadline, every round (P13).
+    pub p13_deadline_overrun_ms: Option<f64>,
 }
 
 /// One row of the final targets table.
@@ -144,7 +147,8 @@ pub fn summary_line(s: &Summary) -> String {
          p10_postgres={} p10_sqlite_plain={} p10_postgres_plain={} p11={} p11_added_us={} p11_sqlite={} p11_postgres={} \
          p12_enqueue_ratio={} p12_enqueue_ratio_32={} p12_notify_ratio_32={} p12_peer_enqueue_ratio={} \
          p12_commit_to_byte_p99_ms={} p12_relay_ratio={} p13_p99_ratio={} p13_p999_ratio={} \
-         p13_extra={} p13_tower_p99_ratio={} p13_outage_over_cap={}",
+         p13_extra={} p13_tower_p99_ratio={} p13_outage_over_cap={} \
+         p13_deadline_overrun_ms={}",
         or_na(s.p1, |v| format!("{v:.3}")),
         or_na(s.p1_floor, |v| format!("{v:.3}")),
         or_na(s.p2, |v| format!("{v:.3}")),
@@ -180,5 +184,6 @@ pub fn summary_line(s: &Summary) -> String {
         or_na(s.p13_extra, |v| format!("{v:.4}")),
         or_na(s.p13_tower_p99_ratio, |v| format!("{v:.3}")),
         or_na(s.p13_outage_over_cap, |v| v.to_string()),
+        or_na(s.p13_deadline_overrun_ms, |v| format!("{v:.2}")),
     )
 }

@@ -18,23 +18,25 @@ use tower::Service;
 
 use super::server::MEASURED_PATH;
 
-/// The deadline every intent of this crate's rows carries.
+/// The deadline every intent of this crate's rows carries (the outage's rows:
+/// [`OUTAGE_DEADLINE`]).
 pub const DEADLINE: Duration = Duration::from_secs(1);
+/// The outage rows' deadline: shorter than the outage's latency, so that every
+/// intent ends at its deadline and the overrun is measured on each.
+pub const OUTAGE_DEADLINE: Duration = Duration::from_millis(40);
 /// The fixed row's delay: about the distribution's p95 (base 2 ms, answered in
 /// 2.1–2.5 ms on a quiet host), rounded up to the millisecond tokio's timer keeps.
 pub const FIXED_DELAY: Duration = Duration::from_millis(3);
 /// The hedge cap of the crate's rows (its defaults, set out loud).
 pub const CAP_RATIO: f64 = 0.05;
 pub const CAP_BURST: u32 = 10;
-/// The percentile both adaptive hedgers aim at, and their least sample count
-/// (this crate's default, given to tower as `min_data_points`).
+/// tower's percentile: the one this crate's default derives from its 5 % cap.
 pub const PERCENTILE: f64 = 95.0;
+/// tower's `min_data_points`: this crate's default `min_samples`.
 pub const MIN_SAMPLES: u32 = 20;
 /// tower's rotating histogram period: it hedges from the previous period's
 /// latencies, so the warm-up lasts one period at least.
 pub const TOWER_PERIOD: Duration = Duration::from_secs(1);
-/// The floor of the reference adaptive row (tower has none).
-pub const LOW_FLOOR: Duration = Duration::from_millis(1);
 
 /// Which client a row drives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,10 +45,8 @@ pub enum Who {
     Off,
     /// `Hedging::fixed(FIXED_DELAY).cap(CAP_RATIO, CAP_BURST)`.
     Fixed,
-    /// `Hedging::adaptive(PERCENTILE)` with its defaults (min samples 20, floor 10 ms).
-    Adaptive,
-    /// As `Adaptive` with the floor at `LOW_FLOOR` (a reference row).
-    AdaptiveLowFloor,
+    /// `Hedging::default()`: the adaptive delay at its defaults.
+    Defaults,
     /// `tower::hedge::Hedge` at `PERCENTILE`, `MIN_SAMPLES`, `TOWER_PERIOD`.
     Tower,
 }
@@ -56,8 +56,7 @@ impl Who {
         match self {
             Who::Off => "reqwest-resilience, hedging off",
             Who::Fixed => "reqwest-resilience, fixed 3 ms, cap 5 % + 10",
-            Who::Adaptive => "reqwest-resilience, adaptive p95 (defaults)",
-            Who::AdaptiveLowFloor => "(reference) reqwest-resilience, adaptive p95, floor 1 ms",
+            Who::Defaults => "reqwest-resilience, hedging at its defaults",
             Who::Tower => "tower::hedge 0.5, p95",
         }
     }
@@ -74,8 +73,7 @@ impl Who {
         match self {
             Who::Off | Who::Tower => None,
             Who::Fixed => Some(Hedging::fixed(FIXED_DELAY).cap(CAP_RATIO, CAP_BURST)),
-            Who::Adaptive => Some(Hedging::adaptive(PERCENTILE)),
-            Who::AdaptiveLowFloor => Some(Hedging::adaptive(PERCENTILE).floor(LOW_FLOOR)),
+            Who::Defaults => Some(Hedging::default()),
         }
     }
 }
@@ -162,8 +160,9 @@ pub struct Answer {
 }
 
 impl RowClient {
-    /// The row's client, built now; `seed` seeds the crate's jitter.
-    pub fn build(who: Who, seed: u64) -> RowClient {
+    /// The row's client, built now; `seed` seeds the crate's jitter, `deadline`
+    /// bounds its intents.
+    pub fn build(who: Who, seed: u64, deadline: Duration) -> RowClient {
         if who == Who::Tower {
             let client = bare_reqwest_builder().build().expect("reqwest client");
             let hedge = Hedge::new::<reqwest::Request>(
@@ -180,7 +179,7 @@ impl RowClient {
         }
         let log = Arc::new(HedgeLog::default());
         let builder = RetryPolicy::builder()
-            .deadline(DEADLINE)
+            .deadline(deadline)
             .rng_seed(seed)
             .observer(Watch(log.clone()));
         let builder = match who.hedging() {

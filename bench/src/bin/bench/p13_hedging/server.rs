@@ -7,7 +7,7 @@
 //! a 2 ms base would be 2–3 ms. The server's runtime is single-threaded on its own
 //! thread, as the other figures' servers.
 //!
-//! Two routes: [`WARMUP_PATH`] always answers from the healthy tail shape;
+//! Two routes: [`WARMUP_PATH`] answers from the row's distribution ([`Shape::warmup`]: the healthy tail in an outage);
 //! [`MEASURED_PATH`] answers from the row's shape. Each route has its own RNG and
 //! counter, so the n-th measured request received draws the same in every row of a
 //! run.
@@ -38,6 +38,16 @@ pub const SLOW_SHARE: f64 = 0.03;
 pub const SLOW_EXTRA_MS: (f64, f64) = (20.0, 100.0);
 /// In [`Shape::Tail503`], the share of requests answered `503` at once.
 pub const FAST_503_SHARE: f64 = 0.02;
+/// [`Shape::Lognormal`]: the median, and the spread giving a p99 of about 40 ms
+/// (`ln(40 / 2) / z(0.99)`, z(0.99) = 2.326).
+pub const LOGNORMAL_MEDIAN_MS: f64 = 2.0;
+pub const LOGNORMAL_SIGMA: f64 = 1.288;
+/// [`Shape::Bimodal`]: a fast mode, and a share of requests in a slow one.
+pub const BIMODAL_BASE: Duration = Duration::from_millis(1);
+pub const BIMODAL_SLOW_SHARE: f64 = 0.02;
+pub const BIMODAL_SLOW_MS: (f64, f64) = (150.0, 250.0);
+/// No drawn latency is longer (the lognormal's far tail).
+const LONGEST: Duration = Duration::from_secs(2);
 /// In [`Shape::Outage`], every measured request's latency.
 pub const OUTAGE: Duration = Duration::from_millis(50);
 
@@ -53,6 +63,11 @@ pub enum Shape {
     Tail503,
     /// Every request `OUTAGE`, `200`.
     Outage,
+    /// Lognormal: median `LOGNORMAL_MEDIAN_MS`, p99 about 40 ms; all `200`.
+    Lognormal,
+    /// `BIMODAL_BASE`, and `BIMODAL_SLOW_SHARE` of the requests U(150, 250) ms
+    /// (a GC-pause-like mode); all `200`.
+    Bimodal,
 }
 
 impl Shape {
@@ -61,6 +76,8 @@ impl Shape {
             Shape::Tail => 0,
             Shape::Tail503 => 1,
             Shape::Outage => 2,
+            Shape::Lognormal => 3,
+            Shape::Bimodal => 4,
         }
     }
 
@@ -68,15 +85,42 @@ impl Shape {
         match code {
             1 => Shape::Tail503,
             2 => Shape::Outage,
+            3 => Shape::Lognormal,
+            4 => Shape::Bimodal,
             _ => Shape::Tail,
         }
     }
 
-    /// The answer for a draw: `u` uniform in [0, 1), `extra_ms` uniform in the
-    /// slow range (both drawn for every request, so the stream stays aligned).
-    fn answer(self, u: f64, extra_ms: f64) -> (Duration, StatusCode) {
-        let slow = BASE + Duration::from_secs_f64(extra_ms / 1000.0);
+    /// What the warm-up route answers while the measured one answers `self`:
+    /// the same distribution (the adaptive hedgers learn it), healthy in an
+    /// outage.
+    pub fn warmup(self) -> Shape {
         match self {
+            Shape::Outage | Shape::Tail503 => Shape::Tail,
+            shape => shape,
+        }
+    }
+
+    /// The answer for a draw: `u` and `v` uniform in [0, 1) (both drawn for
+    /// every request, so the stream stays aligned).
+    fn answer(self, u: f64, v: f64) -> (Duration, StatusCode) {
+        let ms = |ms: f64| Duration::from_secs_f64(ms / 1000.0).min(LONGEST);
+        let extra_ms = SLOW_EXTRA_MS.0 + v * (SLOW_EXTRA_MS.1 - SLOW_EXTRA_MS.0);
+        let slow = BASE + ms(extra_ms);
+        match self {
+            Shape::Lognormal => {
+                // Box–Muller: one standard normal from the two uniforms.
+                let z = (-2.0 * (1.0 - u).ln()).sqrt() * (std::f64::consts::TAU * v).cos();
+                (
+                    ms(LOGNORMAL_MEDIAN_MS * (LOGNORMAL_SIGMA * z).exp()),
+                    StatusCode::OK,
+                )
+            }
+            Shape::Bimodal if u < BIMODAL_SLOW_SHARE => {
+                let (low, high) = BIMODAL_SLOW_MS;
+                (ms(low + v * (high - low)), StatusCode::OK)
+            }
+            Shape::Bimodal => (BIMODAL_BASE, StatusCode::OK),
             Shape::Outage => (OUTAGE, StatusCode::OK),
             Shape::Tail503 if u < FAST_503_SHARE => {
                 (Duration::ZERO, StatusCode::SERVICE_UNAVAILABLE)
@@ -111,8 +155,8 @@ impl Route {
         self.received.fetch_add(1, Ordering::Relaxed);
         let mut rng = lock(&self.rng);
         let u = rng.random::<f64>();
-        let extra = rng.random_range(SLOW_EXTRA_MS.0..SLOW_EXTRA_MS.1);
-        (u, extra)
+        let v = rng.random::<f64>();
+        (u, v)
     }
 }
 
@@ -229,10 +273,11 @@ async fn handle(
             Shape::of(state.shape.load(Ordering::Relaxed)),
         )
     } else {
-        (&state.warmup, Shape::Tail)
+        let shape = Shape::of(state.shape.load(Ordering::Relaxed));
+        (&state.warmup, shape.warmup())
     };
-    let (u, extra_ms) = route.draw();
-    let (delay, status) = shape.answer(u, extra_ms);
+    let (u, v) = route.draw();
+    let (delay, status) = shape.answer(u, v);
     if !delay.is_zero() {
         let _ = state.timer.sleep(delay).await;
     }
