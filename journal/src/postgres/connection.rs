@@ -71,7 +71,17 @@ pub(super) async fn connect(config: &Config, timeouts: Timeouts) -> Result<Live,
     Ok(Live { client, statements })
 }
 
-/// Sets the session's statement timeout, migrates, prepares the statements.
+/// Raises `synchronous_commit` from `off` to `on` for the session: with `off`
+/// a `COMMIT` is answered before its WAL reaches the disk, so a crash of the
+/// server loses write-aheads and results the journal already acknowledged (and
+/// whose intents may already have been sent). Any other value — `local`,
+/// `remote_write`, `on`, `remote_apply` — waits for the local disk at least and
+/// is the user's choice: it is left as it is, never lowered.
+const DURABLE_COMMITS: &str = "SELECT set_config('synchronous_commit', 'on', false) \
+     WHERE current_setting('synchronous_commit') = 'off'";
+
+/// Sets the session's statement timeout and durable commits, migrates,
+/// prepares the statements.
 pub(super) async fn prepare(
     client: &mut Client,
     timeouts: Timeouts,
@@ -79,7 +89,9 @@ pub(super) async fn prepare(
     let setup = async {
         let millis = timeouts.statement.as_millis().max(1);
         client
-            .batch_execute(&format!("SET statement_timeout = {millis}"))
+            .batch_execute(&format!(
+                "SET statement_timeout = {millis}; {DURABLE_COMMITS}"
+            ))
             .await
             .map_err(driver)?;
         migrate(client).await?;

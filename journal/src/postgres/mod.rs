@@ -75,8 +75,15 @@ pub const DEFAULT_POOL_SIZE: usize = 8;
 /// transaction's status (`pg_xact_status`) on another connection: committed, the
 /// write-ahead holds; aborted, it failed and nothing was written; still in
 /// progress or no answer, it fails with [`JournalError::CommitUnknown`] and the
-/// durable send reports its outcome as unknown. The store never lowers
-/// `synchronous_commit` or any other durability setting.
+/// durable send reports its outcome as unknown.
+///
+/// # Durable whatever the server's tuning
+/// A store's connections commit durably: where `synchronous_commit` is `off`
+/// (a common tuning, in which a server crash loses commits it already
+/// answered), the store sets it to `on` for its own sessions, so a write-ahead
+/// or a result it acknowledged survives a crash of the server. Any other value
+/// is kept: the store never lowers `synchronous_commit` or any other
+/// durability setting.
 #[derive(Clone)]
 pub struct PostgresStore {
     pool: std::sync::Arc<Pool>,

@@ -5,6 +5,8 @@ mod children;
 mod commit_faults;
 mod conformance;
 mod crash;
+#[cfg(feature = "postgres")]
+mod crash_restart;
 mod delivery;
 mod delivery_crash;
 mod durable;
