@@ -46,10 +46,12 @@ pub enum PoolError<E> {
         waited: Duration,
     },
     /// The last connect failed too recently to try again.
-    #[error("no database connection; next reconnect attempt in {retry_in:?}")]
+    #[error("no database connection; next reconnect attempt in {retry_in:?} (the last one failed: {cause})")]
     Backoff {
         /// When the next attempt may be made.
         retry_in: Duration,
+        /// Why the last attempt failed, as its error said.
+        cause: String,
     },
     /// Connecting failed.
     #[error(transparent)]
@@ -61,6 +63,8 @@ struct Reconnect {
     /// No attempt before this instant (after a failed one).
     not_before: Option<Instant>,
     backoff: Duration,
+    /// Why the last attempt failed.
+    cause: String,
 }
 
 /// Up to `size` connections, each used by one operation at a time.
@@ -146,6 +150,7 @@ impl<C: Connect> Pool<C> {
             reconnect: Mutex::new(Reconnect {
                 not_before: None,
                 backoff: FIRST_BACKOFF,
+                cause: String::new(),
             }),
         }
     }
@@ -203,18 +208,19 @@ impl<C: Connect> Pool<C> {
 
     /// A new connection, unless the last attempt failed too recently.
     async fn connect_again(&self) -> Result<C::Connection, PoolError<C::Error>> {
-        let (not_before, backoff) = {
+        let backoff = {
             let reconnect = self.reconnect.lock().unwrap_or_else(|e| e.into_inner());
-            (reconnect.not_before, reconnect.backoff)
-        };
-        if let Some(not_before) = not_before {
-            let now = Instant::now();
-            if now < not_before {
-                return Err(PoolError::Backoff {
-                    retry_in: not_before - now,
-                });
+            if let Some(not_before) = reconnect.not_before {
+                let now = Instant::now();
+                if now < not_before {
+                    return Err(PoolError::Backoff {
+                        retry_in: not_before - now,
+                        cause: reconnect.cause.clone(),
+                    });
+                }
             }
-        }
+            reconnect.backoff
+        };
         let result = self.connector.connect().await;
         let mut reconnect = self.reconnect.lock().unwrap_or_else(|e| e.into_inner());
         match &result {
@@ -233,6 +239,7 @@ impl<C: Connect> Pool<C> {
                 );
                 reconnect.not_before = Some(Instant::now() + reconnect.backoff);
                 reconnect.backoff = (reconnect.backoff * 2).min(MAX_BACKOFF);
+                reconnect.cause = error.to_string();
             }
         }
         result.map_err(PoolError::Connect)
@@ -324,10 +331,11 @@ mod tests {
         pool.connector().down.store(true, Ordering::SeqCst);
         assert!(matches!(pool.get().await, Err(PoolError::Connect(_))));
         pool.connector().down.store(false, Ordering::SeqCst);
-        let Err(PoolError::Backoff { retry_in }) = pool.get().await else {
+        let Err(PoolError::Backoff { retry_in, cause }) = pool.get().await else {
             panic!("a second attempt within the backoff is refused at once");
         };
         assert!(retry_in <= FIRST_BACKOFF);
+        assert_eq!(cause, "server down", "says why the last attempt failed");
         tokio::time::sleep(retry_in + Duration::from_millis(5)).await;
         assert_eq!(
             pool.get().await.unwrap().id,
