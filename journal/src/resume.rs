@@ -35,6 +35,7 @@ use crate::guards::{Guard, Guards};
 use crate::journal::Journal;
 use crate::record::{Claimed, IntentRecord, Outcome};
 use crate::run_outcome::{run_outcome, GaveUp, RunEnd};
+use crate::unrecorded;
 
 /// The shortest resend worth making: below it the retention (or lease) is
 /// treated as over.
@@ -278,7 +279,10 @@ impl Resumer {
         };
         let written = self.journal.store().record(&claim.lease, &outcome).await;
         if let Err(error) = &written {
-            tracing::warn!(%error, state = %outcome.state(), "journal: resume result not recorded");
+            tracing::warn!(%error, state = %outcome.state(), "journal: resume result not recorded; kept to write once the database is back");
+            if unrecorded::worth_retrying(error) {
+                unrecorded::keep(&self.journal, claim.lease.clone(), outcome.clone());
+            }
         }
         if let Some(hook) = &self.on_result {
             hook(&ResumeResult {

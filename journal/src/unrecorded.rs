@@ -2,14 +2,18 @@
 //!
 //! The send is over and its result is known to the caller; only the journal's
 //! copy is missing. The terminal write is tried again a few times (a brief
-//! outage, a reconnect) before giving up. If it still fails, the row stays
-//! `in_flight` until its lease ends, and a resume then sends the intent again
-//! under the same key and body — the server replays its stored answer, and the
-//! journal records that. The caller is not asked to do anything: a response it
-//! holds stays its answer, and an error keeps saying what it said, plus
-//! "outcome unknown" (the journal may still send the intent).
+//! outage, a reconnect) before the caller gets its answer. If it still fails,
+//! the result is [kept](keep): a background task writes it as soon as the
+//! database is back (tried every few hundred milliseconds, spread per key so a
+//! whole fleet does not knock at once), for as long as the lease lasts. Only a
+//! result still unwritten when the lease ends is left to a resume, which sends
+//! the intent again under the same key and body — the server replays its
+//! stored answer, and the journal records that. The caller is not asked to do
+//! anything: a response it holds stays its answer, and an error keeps saying
+//! what it said, plus "outcome unknown" (the journal may still send the intent).
 
-use std::time::Duration;
+use std::hash::{Hash, Hasher};
+use std::time::{Duration, SystemTime};
 
 use crate::error::JournalError;
 use crate::journal::Journal;
@@ -17,6 +21,12 @@ use crate::record::{Lease, Outcome};
 
 /// The pauses before each further attempt at the terminal write.
 const PAUSES: [Duration; 2] = [Duration::from_millis(50), Duration::from_millis(250)];
+
+/// The shortest pause between two attempts of a kept result; a per-key share of
+/// [`KEPT_SPREAD`] is added.
+const KEPT_PAUSE: Duration = Duration::from_millis(200);
+/// How far the pauses of kept results are spread.
+const KEPT_SPREAD: Duration = Duration::from_millis(300);
 
 /// Whether another attempt at the write can succeed: a storage failure or a
 /// timeout may pass; a lost lease (someone else owns the intent now) will not.
@@ -52,9 +62,62 @@ pub(crate) async fn record(
     }
 }
 
+/// Keeps writing `outcome` under `lease` in the background until it is
+/// written, the failure is not [worth retrying](worth_retrying), or the lease
+/// ends (a resume owns the intent then). Each failure is logged once per kind
+/// of failure, the write that lands is logged too.
+pub(crate) fn keep(journal: &Journal, lease: Lease, outcome: Outcome) {
+    let journal = journal.clone();
+    tokio::spawn(async move {
+        let mut tries: u32 = 0;
+        loop {
+            tokio::time::sleep(kept_pause(&lease.key, tries)).await;
+            tries = tries.saturating_add(1);
+            if SystemTime::now() >= lease.until {
+                tracing::warn!(tries, "journal: a kept result outlived its lease; a resume will send the intent again");
+                return;
+            }
+            match journal.store().record(&lease, &outcome).await {
+                Ok(()) => {
+                    tracing::info!(tries, state = %outcome.state(), "journal: kept result recorded");
+                    return;
+                }
+                Err(error) if worth_retrying(&error) => {
+                    tracing::debug!(%error, tries, "journal: kept result not recorded yet");
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "journal: kept result dropped");
+                    return;
+                }
+            }
+        }
+    });
+}
+
+/// The pause before a kept result's next attempt: [`KEPT_PAUSE`] plus a share
+/// of [`KEPT_SPREAD`] that differs by key and by attempt.
+fn kept_pause(key: &str, tries: u32) -> Duration {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (key, tries).hash(&mut hasher);
+    let spread = u64::try_from(KEPT_SPREAD.as_millis()).unwrap_or(u64::MAX);
+    KEPT_PAUSE + Duration::from_millis(hasher.finish() % spread.max(1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kept_pauses_stay_within_their_bounds_and_differ_by_key() {
+        let pauses: Vec<_> = (0..50)
+            .map(|n| kept_pause(&format!("pay-{n}"), 0))
+            .collect();
+        assert!(pauses
+            .iter()
+            .all(|p| *p >= KEPT_PAUSE && *p < KEPT_PAUSE + KEPT_SPREAD));
+        let distinct: std::collections::BTreeSet<_> = pauses.iter().collect();
+        assert!(distinct.len() > 10, "{distinct:?}");
+    }
 
     #[test]
     fn only_passing_failures_are_tried_again() {
