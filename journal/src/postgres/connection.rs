@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use idempotency_storage::postgres::DURABLE_COMMITS;
 use tokio_postgres::tls::NoTlsStream;
 use tokio_postgres::{Client, Config, Connection, NoTls, Socket};
 
@@ -70,15 +71,6 @@ pub(super) async fn connect(config: &Config, timeouts: Timeouts) -> Result<Live,
     let statements = prepare(&mut client, timeouts).await?;
     Ok(Live { client, statements })
 }
-
-/// Raises `synchronous_commit` from `off` to `on` for the session: with `off`
-/// a `COMMIT` is answered before its WAL reaches the disk, so a crash of the
-/// server loses write-aheads and results the journal already acknowledged (and
-/// whose intents may already have been sent). Any other value — `local`,
-/// `remote_write`, `on`, `remote_apply` — waits for the local disk at least and
-/// is the user's choice: it is left as it is, never lowered.
-const DURABLE_COMMITS: &str = "SELECT set_config('synchronous_commit', 'on', false) \
-     WHERE current_setting('synchronous_commit') = 'off'";
 
 /// Sets the session's statement timeout and durable commits, migrates,
 /// prepares the statements.

@@ -64,7 +64,7 @@ pub const DEFAULT_POOL_SIZE: usize = 8;
 /// Clones share a pool of connections ([`PostgresStoreBuilder::pool_size`]),
 /// made as concurrent operations need them; each operation has its connection
 /// to itself. A connection that ended is replaced by the next operation (at
-/// once; after a failed attempt, attempts back off from 100 ms to 5 s and
+/// once; after a failed attempt, attempts back off, jittered, from 100 ms to 1 s and
 /// operations in between fail fast), and the log says so. Connects and
 /// statements are bounded by timeouts; see [`PostgresStore::builder`].
 ///

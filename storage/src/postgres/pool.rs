@@ -4,8 +4,11 @@
 //! parallel up to the pool's size. Connections are made when needed. One that
 //! ended (the server restarted, a proxy cut it) or that an operation gave up on
 //! is dropped, and the next operation connects again — at once the first time,
-//! then no more often than a bounded backoff allows — and says so in the log.
-//! Operations in between fail fast with [`PoolError::Backoff`]; none hangs.
+//! then no more often than a bounded, jittered backoff allows (so a fleet of
+//! workers does not knock on a restarting server in step) — and says so in the
+//! log. Operations in between fail fast with [`PoolError::Backoff`]; none
+//! hangs, and none waits longer than its own deadline for a database that is
+//! away.
 
 use std::future::Future;
 use std::num::NonZeroUsize;
@@ -17,8 +20,9 @@ use tokio::time::Instant;
 
 /// The first pause after a failed reconnect; it doubles up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
-/// The longest pause between two reconnect attempts.
-const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// The longest pause between two reconnect attempts: short, so a database that
+/// is back is used within about a second.
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
 
 /// How a pool makes a connection and tells a dead one: the store's own
 /// (connect with its timeouts, set the session up, prepare its statements).
@@ -237,13 +241,19 @@ impl<C: Connect> Pool<C> {
                     retry_in = ?backoff,
                     "connecting to the database failed"
                 );
-                reconnect.not_before = Some(Instant::now() + reconnect.backoff);
+                reconnect.not_before = Some(Instant::now() + jittered(reconnect.backoff));
                 reconnect.backoff = (reconnect.backoff * 2).min(MAX_BACKOFF);
                 reconnect.cause = error.to_string();
             }
         }
         result.map_err(PoolError::Connect)
     }
+}
+
+/// Half of `backoff`, plus a random share of the other half ("equal jitter").
+fn jittered(backoff: Duration) -> Duration {
+    let half = backoff / 2;
+    half + half.mul_f64(rand::random::<f64>())
 }
 
 #[cfg(test)]
@@ -323,6 +333,16 @@ mod tests {
         assert!(started.elapsed() >= Duration::from_millis(50));
         drop(held);
         pool.get().await.unwrap();
+    }
+
+    #[test]
+    fn the_jitter_stays_within_half_and_whole_of_the_backoff() {
+        let samples: Vec<_> = (0..200).map(|_| jittered(MAX_BACKOFF)).collect();
+        assert!(samples
+            .iter()
+            .all(|d| *d >= MAX_BACKOFF / 2 && *d <= MAX_BACKOFF));
+        let first = samples[0];
+        assert!(samples.iter().any(|d| *d != first), "jittered");
     }
 
     #[tokio::test]
