@@ -148,12 +148,10 @@ impl WriteAhead for DurableWriteAhead {
                 return Ok(()); // never written ahead
             };
             let outcome = first_run_outcome(end, self.journal.settings().unknown_retry_after);
-            if let Err(error) = unrecorded::record(&self.journal, &lease, &outcome).await {
+            let state = outcome.state();
+            if let Err(error) = unrecorded::record(&self.journal, lease, outcome).await {
                 // The rule for what happens next lives in `unrecorded`.
-                tracing::warn!(%error, state = %outcome.state(), "journal: result not recorded; kept to write once the database is back");
-                if unrecorded::worth_retrying(&error) {
-                    unrecorded::keep(&self.journal, lease, outcome);
-                }
+                tracing::warn!(%error, %state, "journal: result not recorded yet; kept to write once the database is back");
                 return Err(error.into());
             }
             Ok(())

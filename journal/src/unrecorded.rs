@@ -1,9 +1,10 @@
 //! One rule for a result the journal could not record.
 //!
 //! The send is over and its result is known to the caller; only the journal's
-//! copy is missing. The terminal write is tried again a few times (a brief
-//! outage, a reconnect) before the caller gets its answer. If it still fails,
-//! the result is [kept](keep): a background task writes it as soon as the
+//! copy is missing. The write runs on a task of its own, so that it goes on
+//! when the caller's deadline cuts the caller's wait short. It is tried again a
+//! few times (a brief outage, a reconnect) before the caller hears how it went.
+//! If it still fails, the result is [kept](keep): the task writes it as soon as the
 //! database is back (tried every few hundred milliseconds, spread per key so a
 //! whole fleet does not knock at once), for as long as the lease lasts. Only a
 //! result still unwritten when the lease ends is left to a resume, which sends
@@ -37,12 +38,36 @@ pub(crate) fn worth_retrying(error: &JournalError) -> bool {
     )
 }
 
-/// Records `outcome` under `lease`, trying again after each of [`PAUSES`] while
-/// the failure is [worth retrying](worth_retrying).
+/// Records `outcome` under `lease` on a task of its own: tried again after each
+/// of [`PAUSES`] while the failure is [worth retrying](worth_retrying), then
+/// [kept](keep) by the same task if it still fails. Dropping the returned
+/// future (the caller's deadline passed) leaves the task writing.
 ///
 /// # Errors
-/// The last failure: the result stays unrecorded (see the module docs).
+/// The last failure of the first attempts: the result is not recorded yet (see
+/// the module docs).
 pub(crate) async fn record(
+    journal: &Journal,
+    lease: Lease,
+    outcome: Outcome,
+) -> Result<(), JournalError> {
+    let (tell, told) = tokio::sync::oneshot::channel();
+    let journal = journal.clone();
+    tokio::spawn(async move {
+        let first = record_now(&journal, &lease, &outcome).await;
+        let kept = matches!(&first, Err(error) if worth_retrying(error));
+        // The caller may have stopped listening; the write goes on regardless.
+        let _ = tell.send(first);
+        if kept {
+            keep_writing(&journal, &lease, &outcome).await;
+        }
+    });
+    told.await
+        .unwrap_or_else(|_| Err(JournalError::storage("the journal's writing task ended")))
+}
+
+/// The first attempts of [`record`].
+async fn record_now(
     journal: &Journal,
     lease: &Lease,
     outcome: &Outcome,
@@ -62,36 +87,42 @@ pub(crate) async fn record(
     }
 }
 
-/// Keeps writing `outcome` under `lease` in the background until it is
-/// written, the failure is not [worth retrying](worth_retrying), or the lease
-/// ends (a resume owns the intent then). Each failure is logged once per kind
-/// of failure, the write that lands is logged too.
+/// Keeps writing `outcome` under `lease` in the background (see
+/// [`keep_writing`]).
 pub(crate) fn keep(journal: &Journal, lease: Lease, outcome: Outcome) {
     let journal = journal.clone();
-    tokio::spawn(async move {
-        let mut tries: u32 = 0;
-        loop {
-            tokio::time::sleep(kept_pause(&lease.key, tries)).await;
-            tries = tries.saturating_add(1);
-            if SystemTime::now() >= lease.until {
-                tracing::warn!(tries, "journal: a kept result outlived its lease; a resume will send the intent again");
+    tokio::spawn(async move { keep_writing(&journal, &lease, &outcome).await });
+}
+
+/// Writes `outcome` under `lease` until it is written, the failure is not
+/// [worth retrying](worth_retrying), or the lease ends (a resume owns the
+/// intent then); the write that lands is logged.
+async fn keep_writing(journal: &Journal, lease: &Lease, outcome: &Outcome) {
+    let mut tries: u32 = 0;
+    loop {
+        tokio::time::sleep(kept_pause(&lease.key, tries)).await;
+        tries = tries.saturating_add(1);
+        if SystemTime::now() >= lease.until {
+            tracing::warn!(
+                tries,
+                "journal: a kept result outlived its lease; a resume will send the intent again"
+            );
+            return;
+        }
+        match journal.store().record(lease, outcome).await {
+            Ok(()) => {
+                tracing::info!(tries, state = %outcome.state(), "journal: kept result recorded");
                 return;
             }
-            match journal.store().record(&lease, &outcome).await {
-                Ok(()) => {
-                    tracing::info!(tries, state = %outcome.state(), "journal: kept result recorded");
-                    return;
-                }
-                Err(error) if worth_retrying(&error) => {
-                    tracing::debug!(%error, tries, "journal: kept result not recorded yet");
-                }
-                Err(error) => {
-                    tracing::warn!(%error, "journal: kept result dropped");
-                    return;
-                }
+            Err(error) if worth_retrying(&error) => {
+                tracing::debug!(%error, tries, "journal: kept result not recorded yet");
+            }
+            Err(error) => {
+                tracing::warn!(%error, "journal: kept result dropped");
+                return;
             }
         }
-    });
+    }
 }
 
 /// The pause before a kept result's next attempt: [`KEPT_PAUSE`] plus a share

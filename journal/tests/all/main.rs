@@ -13,6 +13,8 @@ mod durable;
 mod files;
 #[cfg(feature = "postgres")]
 mod fleet;
+#[cfg(feature = "postgres")]
+mod kept_result;
 mod migrations;
 mod one_file;
 mod outbox;
