@@ -44,8 +44,13 @@ pub struct PaymentsServer {
 
 impl PaymentsServer {
     pub async fn start(conninfo: &str) -> PaymentsServer {
+        Self::start_in("postgres", conninfo).await
+    }
+
+    /// The server in `mode` (`postgres`, `sqlite`) on `database`.
+    pub async fn start_in(mode: &str, database: &str) -> PaymentsServer {
         let mut child = Command::new(env!("CARGO_BIN_EXE_matrix_server"))
-            .args(["postgres", conninfo, "0"])
+            .args([mode, database, "0"])
             .stdout(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
@@ -188,70 +193,96 @@ impl Fleet {
     /// settle.
     pub async fn run_through(self, cluster: &Cluster, fault: &Fault) -> Outcome {
         let notes = Arc::new(Mutex::new(Vec::new()));
-        let stop_sending = Arc::new(AtomicBool::new(false));
-        let stop_resuming = Arc::new(AtomicBool::new(false));
-        let resume_errors = Arc::new(AtomicUsize::new(0));
-        let mut tasks = Vec::new();
-        for (worker, journal) in self.journals.iter().enumerate() {
-            for sender in 0..SENDERS {
-                let prefix = format!("r{}-w{worker}-s{sender}", self.round);
-                let seed = self.seed ^ ((worker * SENDERS + sender) as u64) << 8;
-                tasks.push(tokio::spawn(send_until(
-                    journal.clone(),
-                    self.url.clone(),
-                    prefix,
-                    seed,
-                    Arc::clone(&notes),
-                    Arc::clone(&stop_sending),
-                )));
+        let fault = async {
+            match fault {
+                Fault::PoolExhaustion => {
+                    pool_exhaustion(cluster, &self.url, self.round, &notes).await
+                }
+                _ => cluster.apply(fault).await,
             }
-        }
-        let resumers: Vec<_> = self
-            .journals
-            .iter()
-            .map(|journal| {
-                tokio::spawn(resume_until(
-                    journal.clone(),
-                    self.seed,
-                    Arc::clone(&resume_errors),
-                    Arc::clone(&stop_resuming),
-                ))
-            })
-            .collect();
-
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        let fault_started = Instant::now();
-        let back_at = match fault {
-            Fault::PoolExhaustion => pool_exhaustion(cluster, &self.url, self.round, &notes).await,
-            _ => cluster.apply(fault).await,
         };
-        // The load goes on past the database's return (recovery is measured
-        // on it), then the intents settle.
-        tokio::time::sleep(Duration::from_millis(2500)).await;
-        stop_sending.store(true, Ordering::SeqCst);
-        for task in tasks {
-            tokio::time::timeout(DEADLINE * 4, task)
-                .await
-                .expect("a sender ends within its deadlines")
-                .expect("a sender panicked");
+        run_load(
+            &self.journals,
+            &self.url,
+            self.round,
+            self.seed,
+            &notes,
+            fault,
+        )
+        .await
+    }
+}
+
+/// Runs the senders and resumers of `journals`, applies `fault` (which
+/// returns when the database is back) after a second, goes on for a while,
+/// then lets every intent settle.
+pub async fn run_load(
+    journals: &[Journal],
+    url: &str,
+    round: usize,
+    seed: u64,
+    notes: &Arc<Mutex<Vec<Note>>>,
+    fault: impl std::future::Future<Output = Instant>,
+) -> Outcome {
+    let stop_sending = Arc::new(AtomicBool::new(false));
+    let stop_resuming = Arc::new(AtomicBool::new(false));
+    let resume_errors = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for (worker, journal) in journals.iter().enumerate() {
+        for sender in 0..SENDERS {
+            let prefix = format!("r{}-w{worker}-s{sender}", round);
+            let seed = seed ^ ((worker * SENDERS + sender) as u64) << 8;
+            tasks.push(tokio::spawn(send_until(
+                journal.clone(),
+                url.to_owned(),
+                prefix,
+                seed,
+                Arc::clone(notes),
+                Arc::clone(&stop_sending),
+            )));
         }
-        let settled_at = settle(&self.journals[0]).await;
-        stop_resuming.store(true, Ordering::SeqCst);
-        for resumer in resumers {
-            tokio::time::timeout(Duration::from_secs(30), resumer)
-                .await
-                .expect("a resumer ends")
-                .expect("a resumer panicked");
-        }
-        let notes = notes.lock().unwrap().clone();
-        Outcome {
-            notes,
-            fault_started,
-            back_at,
-            settled_at,
-            resume_errors: resume_errors.load(Ordering::SeqCst),
-            journal: self.journals[0].clone(),
-        }
+    }
+    let resumers: Vec<_> = journals
+        .iter()
+        .map(|journal| {
+            tokio::spawn(resume_until(
+                journal.clone(),
+                seed,
+                Arc::clone(&resume_errors),
+                Arc::clone(&stop_resuming),
+            ))
+        })
+        .collect();
+
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let fault_started = Instant::now();
+    let back_at = fault.await;
+    // The load goes on past the database's return (recovery is measured
+    // on it), then the intents settle.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    stop_sending.store(true, Ordering::SeqCst);
+    for task in tasks {
+        tokio::time::timeout(DEADLINE * 4, task)
+            .await
+            .expect("a sender ends within its deadlines")
+            .expect("a sender panicked");
+    }
+    let settled_at = settle(&journals[0]).await;
+    stop_resuming.store(true, Ordering::SeqCst);
+    for resumer in resumers {
+        tokio::time::timeout(Duration::from_secs(30), resumer)
+            .await
+            .expect("a resumer ends")
+            .expect("a resumer panicked");
+    }
+    let notes = notes.lock().unwrap().clone();
+    Outcome {
+        notes,
+        fault_started,
+        back_at,
+        settled_at,
+        resume_errors: resume_errors.load(Ordering::SeqCst),
+        journal: journals[0].clone(),
     }
 }
 

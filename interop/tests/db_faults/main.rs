@@ -26,6 +26,7 @@
 
 mod faults;
 mod fleet;
+mod sqlite;
 mod verdict;
 
 use std::time::Duration;
@@ -38,7 +39,7 @@ fn full() -> bool {
     std::env::var("DB_FAULTS_FULL").is_ok_and(|v| v == "1")
 }
 
-fn seed() -> u64 {
+pub fn seed() -> u64 {
     std::env::var("DB_FAULTS_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -74,7 +75,9 @@ async fn postgres_faults_lose_and_double_nothing() {
         }
         let fleet = Fleet::start(&cluster, &server, round, seed()).await;
         let outcome = fleet.run_through(&cluster, &fault).await;
-        let figures = verdict::judge(&fault, &outcome, &cluster, &server).await;
+        let effects = server.effects(&cluster).await;
+        let away = fault.takes_the_database_away();
+        let figures = verdict::judge(fault.name(), away, &outcome, &effects).await;
         println!("DB_FAULT {figures}");
     }
 }

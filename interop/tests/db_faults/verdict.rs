@@ -6,21 +6,22 @@ use std::time::Duration;
 
 use reqwest_resilience_journal::IntentState;
 
-use crate::faults::{Cluster, Fault};
-use crate::fleet::{states, Outcome, PaymentsServer, Told, OVERRUN_LIMIT};
+use std::collections::BTreeMap;
+
+use crate::fleet::{states, Outcome, Told, OVERRUN_LIMIT};
 
 /// From the database accepting connections to the first payment completing.
 const RECOVERY_LIMIT: Duration = Duration::from_secs(5);
 
 /// Judges one scenario (panicking with every violation found) and returns its
-/// figures as one line.
+/// figures as one line. `effects` is each key's effects on the server; `away`
+/// says whether the database went away (recovery is then held to its limit).
 pub async fn judge(
-    fault: &Fault,
+    name: &str,
+    away: bool,
     outcome: &Outcome,
-    cluster: &Cluster,
-    server: &PaymentsServer,
+    effects: &BTreeMap<String, i64>,
 ) -> String {
-    let effects = server.effects(cluster).await;
     let states = states(&outcome.journal, &outcome.notes).await;
     let mut problems = Vec::new();
     let mut doubles = 0;
@@ -95,7 +96,7 @@ pub async fn judge(
         .map(|n| n.at - outcome.back_at)
         .min();
     match recovery {
-        Some(recovery) if fault.takes_the_database_away() && recovery > RECOVERY_LIMIT => {
+        Some(recovery) if away && recovery > RECOVERY_LIMIT => {
             problems.push(format!("recovery took {recovery:?}"))
         }
         None => problems.push("no payment completed after the fault".to_owned()),
@@ -113,7 +114,6 @@ pub async fn judge(
          failed={failed} end_not_recorded={unrecorded} double_effects={doubles} \
          lost_intents={lost} fault_s={fault_s:.1} recovery_s={recovery} settle_s={settle} \
          worst_send_s={worst:.2} resume_errors={resume_errors} reasons={reasons:?}",
-        name = fault.name(),
         sends = outcome.notes.len(),
         answered = count(|t| matches!(t, Told::Answered(_))),
         refused = count(|t| *t == Told::Refused),
@@ -138,7 +138,7 @@ pub async fn judge(
         .take(6)
         .collect();
     for sample in &samples {
-        println!("DB_FAULT_ERROR {}: {sample}", fault.name());
+        println!("DB_FAULT_ERROR {name}: {sample}");
     }
     assert!(problems.is_empty(), "{figures}\n{}", problems.join("\n"));
     figures
