@@ -22,6 +22,17 @@ pub enum Fault {
     /// 64 concurrent intents on a pool of 8 whose `statement_timeout` is
     /// shorter than the lock another session holds on the journal's table.
     PoolExhaustion,
+    /// A `REPEATABLE READ` transaction that read the journal's table holds
+    /// the MVCC horizon for `for_` (vacuum can remove no dead row meanwhile).
+    Horizon { for_: Duration },
+}
+
+/// The journal table's dead and live rows (as the statistics collector last
+/// counted them) at the end of a pinned horizon.
+#[derive(Debug, Clone, Copy)]
+pub struct HorizonFigures {
+    pub dead_tuples: i64,
+    pub live_tuples: i64,
 }
 
 impl Fault {
@@ -31,6 +42,7 @@ impl Fault {
             Fault::Stop { .. } => "stop_and_start",
             Fault::Crash => "crash_restart",
             Fault::PoolExhaustion => "pool_exhaustion_statement_timeout",
+            Fault::Horizon { .. } => "horizon_pinned",
         }
     }
 
@@ -119,6 +131,45 @@ impl Cluster {
                 // that runs.
                 Instant::now()
             }
+            Fault::Horizon { for_ } => {
+                let admin = self.admin().await;
+                admin
+                    .batch_execute(
+                        "BEGIN ISOLATION LEVEL REPEATABLE READ; \
+                         SELECT count(*) FROM journal_intents",
+                    )
+                    .await
+                    .expect("pin the horizon");
+                tokio::time::sleep(*for_).await;
+                let figures = self.horizon_figures().await;
+                println!(
+                    "DB_FAULT_HORIZON dead_tuples={} live_tuples={} after {for_:?}",
+                    figures.dead_tuples, figures.live_tuples
+                );
+                admin
+                    .batch_execute("COMMIT")
+                    .await
+                    .expect("release the horizon");
+                Instant::now()
+            }
+        }
+    }
+
+    /// The journal table's dead and live rows as the statistics collector
+    /// last counted them.
+    pub async fn horizon_figures(&self) -> HorizonFigures {
+        let admin = self.admin().await;
+        let row = admin
+            .query_one(
+                "SELECT coalesce(n_dead_tup, 0), coalesce(n_live_tup, 0) \
+                 FROM pg_stat_user_tables WHERE relname = 'journal_intents'",
+                &[],
+            )
+            .await
+            .expect("the journal table's statistics");
+        HorizonFigures {
+            dead_tuples: row.get(0),
+            live_tuples: row.get(1),
         }
     }
 

@@ -51,10 +51,18 @@ async fn postgres_faults_lose_and_double_nothing() {
     let Some(cluster) = Cluster::start() else {
         return;
     };
-    let (terminate_for, stop_for) = if full() {
-        (Duration::from_secs(20), Duration::from_secs(15))
+    let (terminate_for, stop_for, horizon_for) = if full() {
+        (
+            Duration::from_secs(20),
+            Duration::from_secs(15),
+            Duration::from_secs(60),
+        )
     } else {
-        (Duration::from_secs(6), Duration::from_secs(5))
+        (
+            Duration::from_secs(6),
+            Duration::from_secs(5),
+            Duration::from_secs(8),
+        )
     };
     let scenarios = [
         Fault::Terminate {
@@ -65,6 +73,7 @@ async fn postgres_faults_lose_and_double_nothing() {
         Fault::Crash,
         Fault::Crash,
         Fault::PoolExhaustion,
+        Fault::Horizon { for_: horizon_for },
     ];
     let server = fleet::PaymentsServer::start(cluster.conninfo()).await;
     // DB_FAULTS_ONLY=NAME runs one scenario (to reproduce a failure).
