@@ -4,7 +4,8 @@
 # restarts, pool exhaustion under a short statement_timeout — under a fleet of
 # 4 journal workers against the strong mode on PostgresStore — once per seed
 # (SEEDS="1 2 3" by default). Prints one DB_FAULT line per scenario and seed;
-# the figures to report are the worst over the seeds. CI runs the quick form
+# the figures to report are the worst over the seeds. Each seed's whole output is
+# kept in target/db_faults-seed-N.log. CI runs the quick form
 # (shorter faults) inside `cargo test --workspace --all-features`.
 # Needs PostgreSQL's server binaries (journal/scripts/ensure-postgres.sh).
 set -uo pipefail
@@ -14,6 +15,7 @@ for seed in ${SEEDS:-1 2 3}; do
   echo "== seed $seed"
   DB_FAULTS_FULL=1 DB_FAULTS_SEED="$seed" \
     cargo test -p reqwest-resilience-interop --test db_faults -- --nocapture 2>&1 |
-    grep -E '^DB_FAULT|test result|panicked' || failed=1
+    tee "target/db_faults-seed-$seed.log" |
+    grep -E -A3 '^DB_FAULT |^DB_FAULT_HORIZON|test result|panicked' || failed=1
 done
 exit $failed
