@@ -16,6 +16,7 @@ for seed in ${SEEDS:-1 2 3}; do
   DB_FAULTS_FULL=1 DB_FAULTS_SEED="$seed" \
     cargo test -p reqwest-resilience-interop --test db_faults -- --nocapture 2>&1 |
     tee "target/db_faults-seed-$seed.log" |
-    grep -E -A3 '^DB_FAULT |^DB_FAULT_HORIZON|test result|panicked' || failed=1
+    grep -E -A3 '^DB_FAULT |^DB_FAULT_HORIZON|test result|panicked'
+  [ "${PIPESTATUS[0]}" -eq 0 ] || failed=1
 done
 exit $failed
