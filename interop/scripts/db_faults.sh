@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The full form of the database fault suite (interop/tests/db_faults): backends
 # terminated every 2 s for 20 s, the database stopped for 15 s, two crash
-# restarts, pool exhaustion under a short statement_timeout — under a fleet of
-# 4 journal workers against the strong mode on PostgresStore — once per seed
+# restarts, pool exhaustion under a short statement_timeout, the horizon pinned
+# for 60 s — under a fleet of 4 journal workers against the strong mode on
+# PostgresStore — and SQLite's write lock held by another process and its disk
+# full, once per seed
 # (SEEDS="1 2 3" by default). Prints one DB_FAULT line per scenario and seed;
 # the figures to report are the worst over the seeds. Each seed's whole output is
 # kept in target/db_faults-seed-N.log. CI runs the quick form
