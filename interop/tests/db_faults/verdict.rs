@@ -102,7 +102,8 @@ pub async fn judge(
         None => problems.push("no payment completed after the fault".to_owned()),
         _ => {}
     }
-    // Throughput while the fault lasted, against the second before it.
+    // Throughput in the fault's last seconds against the seconds after it
+    // (the load's first second, before the fault, is its warm-up).
     let rate = |from: tokio::time::Instant, to: tokio::time::Instant| {
         let answered = outcome
             .notes
@@ -111,13 +112,10 @@ pub async fn judge(
             .count();
         answered as f64 / (to - from).as_secs_f64().max(0.001)
     };
-    let window = Duration::from_secs(1);
-    let before = rate(outcome.fault_started - window, outcome.fault_started);
-    let during = rate(
-        outcome.back_at - window.min(outcome.back_at - outcome.fault_started),
-        outcome.back_at,
-    );
-    let throughput_ratio = during / before.max(0.001);
+    let window = Duration::from_secs(2).min(outcome.back_at - outcome.fault_started);
+    let during = rate(outcome.back_at - window, outcome.back_at);
+    let after = rate(outcome.back_at, outcome.back_at + Duration::from_secs(2));
+    let throughput_ratio = during / after.max(0.001);
     let settle = outcome.settled_at.map(|at| at - outcome.back_at);
     if settle.is_none() {
         problems.push("intents still open 60 s after the fault".to_owned());
@@ -129,7 +127,7 @@ pub async fn judge(
         "{name}: sends={sends} answered={answered} refused={refused} unknown={unknown} \
          failed={failed} end_not_recorded={unrecorded} double_effects={doubles} \
          lost_intents={lost} fault_s={fault_s:.1} recovery_s={recovery} settle_s={settle} \
-         worst_send_s={worst:.2} throughput_last_second_of_fault_vs_before={throughput_ratio:.2} \
+         worst_send_s={worst:.2} throughput_end_of_fault_vs_after={throughput_ratio:.2} \
          resume_errors={resume_errors} reasons={reasons:?}",
         sends = outcome.notes.len(),
         answered = count(|t| matches!(t, Told::Answered(_))),
