@@ -12,7 +12,9 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// Returned from [`WriteAhead::before_first_byte`](crate::WriteAhead::before_first_byte)
 /// (anywhere in the error's source chain), it still stops the intent before its
 /// first byte, but the [`Error`](crate::Error) says
-/// [`is_outcome_unknown`](crate::Error::is_outcome_unknown): the write-ahead may
+/// [`is_outcome_unknown`](crate::Error::is_outcome_unknown) and
+/// [`is_write_ahead_unconfirmed`](crate::Error::is_write_ahead_unconfirmed) —
+/// never [`is_write_ahead_refused`](crate::Error::is_write_ahead_refused): the write-ahead may
 /// send the intent later under its key (a journal resumes what it wrote ahead),
 /// so the caller must not take "nothing was sent" for granted, and must retry
 /// only with the same key.
@@ -95,9 +97,10 @@ mod tests {
     }
 
     #[test]
-    fn a_write_ahead_refusal_carrying_it_is_outcome_unknown_and_says_so() {
+    fn a_write_ahead_error_carrying_it_is_outcome_unknown_never_refused_and_says_so() {
         use crate::attempt_log::AttemptLog;
         use crate::error::Error;
+        use crate::error::GiveUpReason;
         use crate::idempotency::IdempotencyKey;
 
         let key = IdempotencyKey::new("pay-42").unwrap();
@@ -107,7 +110,14 @@ mod tests {
         ];
         for (refusal, unknown) in cases {
             let error = Error::write_ahead_refused(refusal, AttemptLog::new(Some(key.clone())));
-            assert!(error.is_write_ahead_refused());
+            assert_eq!(error.is_write_ahead_refused(), !unknown, "{error}");
+            assert_eq!(error.is_write_ahead_unconfirmed(), unknown, "{error}");
+            let reason = if unknown {
+                GiveUpReason::WriteAheadUnconfirmed
+            } else {
+                GiveUpReason::WriteAheadRefused
+            };
+            assert_eq!(error.reason(), reason);
             assert_eq!(error.is_outcome_unknown(), unknown, "{error}");
             assert_eq!(error.idempotency_key(), Some(&key));
             let text = error.to_string();

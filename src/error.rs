@@ -121,21 +121,23 @@ impl Error {
         Self::nothing_sent(GiveUpReason::InvalidRequest, LastResult::ZeroDeadline)
     }
 
-    /// The write-ahead refused the intent before its first byte; nothing was sent
-    /// by this call. When the refusal carries [`CommitOutcomeUnknown`] the write-ahead's
+    /// The write-ahead stopped the intent before its first byte; nothing was sent
+    /// by this call. When its error carries [`CommitOutcomeUnknown`] the write-ahead's
     /// own write may have committed (a journal may send the intent later under its
-    /// key), so the outcome is unknown.
+    /// key): the outcome is unknown, and that is not a refusal.
     pub(crate) fn write_ahead_refused(source: BoxError, log: AttemptLog) -> Self {
+        let unknown = CommitOutcomeUnknown::is_in_chain(source.as_ref());
         let context = GiveUpContext {
             log,
-            outcome_unknown: CommitOutcomeUnknown::is_in_chain(source.as_ref()),
+            outcome_unknown: unknown,
             ..GiveUpContext::nothing_sent()
         };
-        Self::give_up(
-            GiveUpReason::WriteAheadRefused,
-            LastResult::Other(source),
-            context,
-        )
+        let reason = if unknown {
+            GiveUpReason::WriteAheadUnconfirmed
+        } else {
+            GiveUpReason::WriteAheadRefused
+        };
+        Self::give_up(reason, LastResult::Other(source), context)
     }
 
     /// The write-ahead's `before_first_byte` was still running at the deadline:
@@ -153,9 +155,13 @@ impl Error {
     }
 
     /// The write-ahead did not record how the intent ended (see
-    /// `intent::mark_end_not_recorded`).
+    /// `intent::mark_end_not_recorded`): it may still send the intent, so a
+    /// refusal of its own is no longer one.
     pub(crate) fn mark_outcome_unknown(&mut self) {
         self.inner.outcome_unknown = true;
+        if self.inner.reason == GiveUpReason::WriteAheadRefused {
+            self.inner.reason = GiveUpReason::WriteAheadUnconfirmed;
+        }
     }
 
     fn nothing_sent(reason: GiveUpReason, last: LastResult) -> Self {
@@ -249,17 +255,27 @@ impl Error {
     }
 
     /// The intent's [`WriteAhead`](crate::WriteAhead) refused it before its first
-    /// byte: this call sent nothing. [`source`](std::error::Error::source) is the
-    /// write-ahead's error.
+    /// byte: nothing was sent, and nothing will be sent later; the outcome is
+    /// known. [`source`](std::error::Error::source) is the write-ahead's error.
     ///
-    /// Nothing will be sent later either — unless
-    /// [`is_outcome_unknown`](Self::is_outcome_unknown) is also true: then the
-    /// write-ahead's own write may have committed ([`CommitOutcomeUnknown`], e.g. a
-    /// journal's write-ahead that timed out during its commit), the intent may
-    /// still be sent under [`idempotency_key`](Self::idempotency_key), and a retry
-    /// must use that key.
+    /// Never true together with [`is_outcome_unknown`](Self::is_outcome_unknown):
+    /// a write-ahead that could not tell whether its own write committed is
+    /// [`is_write_ahead_unconfirmed`](Self::is_write_ahead_unconfirmed) instead.
     pub fn is_write_ahead_refused(&self) -> bool {
         self.inner.reason == GiveUpReason::WriteAheadRefused
+    }
+
+    /// The intent's [`WriteAhead`](crate::WriteAhead) stopped it before its first
+    /// byte without knowing whether its own write committed
+    /// ([`CommitOutcomeUnknown`] in the chain, e.g. a journal's `COMMIT` whose
+    /// answer was lost), or refused it and then could not close what it wrote.
+    /// This call sent nothing, but the write-ahead may still send the intent under
+    /// [`idempotency_key`](Self::idempotency_key): the outcome is unknown
+    /// ([`is_outcome_unknown`](Self::is_outcome_unknown) is true), and a retry
+    /// must use that key. [`source`](std::error::Error::source) is the
+    /// write-ahead's error.
+    pub fn is_write_ahead_unconfirmed(&self) -> bool {
+        self.inner.reason == GiveUpReason::WriteAheadUnconfirmed
     }
 
     /// Renamed [`is_write_ahead_refused`](Self::is_write_ahead_refused).

@@ -116,10 +116,11 @@ pub trait WriteAhead: Send + Sync + 'static {
     /// Once per intent, after its key is decided, after the gates admitted the
     /// first attempt and before its first byte leaves. An `Err` refuses the
     /// intent: nothing is sent, and the caller gets an [`Error`](crate::Error)
-    /// that [is write-ahead refused](crate::Error::is_write_ahead_refused), whose
-    /// `source()` is yours — and that is
-    /// [outcome unknown](crate::Error::is_outcome_unknown) when the chain holds a
-    /// [`CommitOutcomeUnknown`](crate::CommitOutcomeUnknown).
+    /// whose `source()` is yours. It [is write-ahead refused](crate::Error::is_write_ahead_refused)
+    /// (outcome known: nothing will be sent) — unless the chain holds a
+    /// [`CommitOutcomeUnknown`](crate::CommitOutcomeUnknown): then it
+    /// [is write-ahead unconfirmed](crate::Error::is_write_ahead_unconfirmed) and
+    /// [outcome unknown](crate::Error::is_outcome_unknown), never "refused".
     fn before_first_byte<'a>(
         &'a self,
         intent: &'a IntentStart<'a>,

@@ -62,9 +62,11 @@ pub trait DurableExt {
     /// write fails, the body is a stream, the key is journaled for an intent this
     /// send cannot join ([`JournalError::KeyInUse`]), or a POST or PATCH has no
     /// idempotency key. When the write may have committed
-    /// ([`JournalError::CommitUnknown`]) the error also says
-    /// [`is_outcome_unknown`](reqwest_resilience::Error::is_outcome_unknown): the
-    /// journal may still send the intent; retry only with the same key.
+    /// ([`JournalError::CommitUnknown`]) the error says
+    /// [`is_outcome_unknown`](reqwest_resilience::Error::is_outcome_unknown) and
+    /// [`is_write_ahead_unconfirmed`](reqwest_resilience::Error::is_write_ahead_unconfirmed)
+    /// instead, never "refused": the journal may still send the intent; retry
+    /// only with the same key.
     ///
     /// A key already journaled for the same request is the same intent: the send
     /// joins it (takes it over, waits for its sender, or — once it is terminal —
@@ -146,9 +148,10 @@ impl WriteAhead for DurableWriteAhead {
                 return Ok(()); // never written ahead
             };
             let outcome = first_run_outcome(end, self.journal.settings().unknown_retry_after);
-            if let Err(error) = unrecorded::record(&self.journal, &lease, &outcome).await {
+            let state = outcome.state();
+            if let Err(error) = unrecorded::record(&self.journal, lease, outcome).await {
                 // The rule for what happens next lives in `unrecorded`.
-                tracing::warn!(%error, state = %outcome.state(), "journal: result not recorded");
+                tracing::warn!(%error, %state, "journal: result not recorded yet; kept to write once the database is back");
                 return Err(error.into());
             }
             Ok(())

@@ -34,6 +34,7 @@ use crate::error::JournalError;
 use crate::journal::Journal;
 use crate::record::{Claimed, IntentRecord, Outcome};
 use crate::run_outcome::{run_outcome, GaveUp, RunEnd};
+use crate::unrecorded;
 
 /// The shortest resend worth making: below it the retention (or lease) is
 /// treated as over.
@@ -277,7 +278,10 @@ impl Resumer {
         };
         let written = self.journal.store().record(&claim.lease, &outcome).await;
         if let Err(error) = &written {
-            tracing::warn!(%error, state = %outcome.state(), "journal: resume result not recorded");
+            tracing::warn!(%error, state = %outcome.state(), "journal: resume result not recorded; kept to write once the database is back");
+            if unrecorded::worth_retrying(error) {
+                unrecorded::keep(&self.journal, claim.lease.clone(), outcome.clone());
+            }
         }
         if let Some(hook) = &self.on_result {
             hook(&ResumeResult {

@@ -1,15 +1,20 @@
 //! One rule for a result the journal could not record.
 //!
 //! The send is over and its result is known to the caller; only the journal's
-//! copy is missing. The terminal write is tried again a few times (a brief
-//! outage, a reconnect) before giving up. If it still fails, the row stays
-//! `in_flight` until its lease ends, and a resume then sends the intent again
-//! under the same key and body — the server replays its stored answer, and the
-//! journal records that. The caller is not asked to do anything: a response it
-//! holds stays its answer, and an error keeps saying what it said, plus
-//! "outcome unknown" (the journal may still send the intent).
+//! copy is missing. The write runs on a task of its own, so that it goes on
+//! when the caller's deadline cuts the caller's wait short. It is tried again a
+//! few times (a brief outage, a reconnect) before the caller hears how it went.
+//! If it still fails, the result is [kept](keep): the task writes it as soon as the
+//! database is back (tried every few hundred milliseconds, spread per key so a
+//! whole fleet does not knock at once), for as long as the lease lasts. Only a
+//! result still unwritten when the lease ends is left to a resume, which sends
+//! the intent again under the same key and body — the server replays its
+//! stored answer, and the journal records that. The caller is not asked to do
+//! anything: a response it holds stays its answer, and an error keeps saying
+//! what it said, plus "outcome unknown" (the journal may still send the intent).
 
-use std::time::Duration;
+use std::hash::{Hash, Hasher};
+use std::time::{Duration, SystemTime};
 
 use crate::error::JournalError;
 use crate::journal::Journal;
@@ -17,6 +22,12 @@ use crate::record::{Lease, Outcome};
 
 /// The pauses before each further attempt at the terminal write.
 const PAUSES: [Duration; 2] = [Duration::from_millis(50), Duration::from_millis(250)];
+
+/// The shortest pause between two attempts of a kept result; a per-key share of
+/// [`KEPT_SPREAD`] is added.
+const KEPT_PAUSE: Duration = Duration::from_millis(200);
+/// How far the pauses of kept results are spread.
+const KEPT_SPREAD: Duration = Duration::from_millis(300);
 
 /// Whether another attempt at the write can succeed: a storage failure or a
 /// timeout may pass; a lost lease (someone else owns the intent now) will not.
@@ -27,12 +38,36 @@ pub(crate) fn worth_retrying(error: &JournalError) -> bool {
     )
 }
 
-/// Records `outcome` under `lease`, trying again after each of [`PAUSES`] while
-/// the failure is [worth retrying](worth_retrying).
+/// Records `outcome` under `lease` on a task of its own: tried again after each
+/// of [`PAUSES`] while the failure is [worth retrying](worth_retrying), then
+/// [kept](keep) by the same task if it still fails. Dropping the returned
+/// future (the caller's deadline passed) leaves the task writing.
 ///
 /// # Errors
-/// The last failure: the result stays unrecorded (see the module docs).
+/// The last failure of the first attempts: the result is not recorded yet (see
+/// the module docs).
 pub(crate) async fn record(
+    journal: &Journal,
+    lease: Lease,
+    outcome: Outcome,
+) -> Result<(), JournalError> {
+    let (tell, told) = tokio::sync::oneshot::channel();
+    let journal = journal.clone();
+    tokio::spawn(async move {
+        let first = record_now(&journal, &lease, &outcome).await;
+        let kept = matches!(&first, Err(error) if worth_retrying(error));
+        // The caller may have stopped listening; the write goes on regardless.
+        let _ = tell.send(first);
+        if kept {
+            keep_writing(&journal, &lease, &outcome).await;
+        }
+    });
+    told.await
+        .unwrap_or_else(|_| Err(JournalError::storage("the journal's writing task ended")))
+}
+
+/// The first attempts of [`record`].
+async fn record_now(
     journal: &Journal,
     lease: &Lease,
     outcome: &Outcome,
@@ -52,9 +87,68 @@ pub(crate) async fn record(
     }
 }
 
+/// Keeps writing `outcome` under `lease` in the background (see
+/// [`keep_writing`]).
+pub(crate) fn keep(journal: &Journal, lease: Lease, outcome: Outcome) {
+    let journal = journal.clone();
+    tokio::spawn(async move { keep_writing(&journal, &lease, &outcome).await });
+}
+
+/// Writes `outcome` under `lease` until it is written, the failure is not
+/// [worth retrying](worth_retrying), or the lease ends (a resume owns the
+/// intent then); the write that lands is logged.
+async fn keep_writing(journal: &Journal, lease: &Lease, outcome: &Outcome) {
+    let mut tries: u32 = 0;
+    loop {
+        tokio::time::sleep(kept_pause(&lease.key, tries)).await;
+        tries = tries.saturating_add(1);
+        if SystemTime::now() >= lease.until {
+            tracing::warn!(
+                tries,
+                "journal: a kept result outlived its lease; a resume will send the intent again"
+            );
+            return;
+        }
+        match journal.store().record(lease, outcome).await {
+            Ok(()) => {
+                tracing::info!(tries, state = %outcome.state(), "journal: kept result recorded");
+                return;
+            }
+            Err(error) if worth_retrying(&error) => {
+                tracing::debug!(%error, tries, "journal: kept result not recorded yet");
+            }
+            Err(error) => {
+                tracing::warn!(%error, "journal: kept result dropped");
+                return;
+            }
+        }
+    }
+}
+
+/// The pause before a kept result's next attempt: [`KEPT_PAUSE`] plus a share
+/// of [`KEPT_SPREAD`] that differs by key and by attempt.
+fn kept_pause(key: &str, tries: u32) -> Duration {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (key, tries).hash(&mut hasher);
+    let spread = u64::try_from(KEPT_SPREAD.as_millis()).unwrap_or(u64::MAX);
+    KEPT_PAUSE + Duration::from_millis(hasher.finish() % spread.max(1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kept_pauses_stay_within_their_bounds_and_differ_by_key() {
+        let pauses: Vec<_> = (0..50)
+            .map(|n| kept_pause(&format!("pay-{n}"), 0))
+            .collect();
+        assert!(pauses
+            .iter()
+            .all(|p| *p >= KEPT_PAUSE && *p < KEPT_PAUSE + KEPT_SPREAD));
+        let distinct: std::collections::BTreeSet<_> = pauses.iter().collect();
+        assert!(distinct.len() > 10, "{distinct:?}");
+    }
 
     #[test]
     fn only_passing_failures_are_tried_again() {

@@ -80,12 +80,19 @@ impl fmt::Display for Error {
                 LastResult::Other(why) => write!(f, "invalid request: {why}")?,
                 _ => write!(f, "invalid request")?,
             },
-            GiveUpReason::WriteAheadRefused => match &inner.last {
-                LastResult::Other(source) if inner.outcome_unknown => write!(
+            GiveUpReason::WriteAheadUnconfirmed => match &inner.last {
+                LastResult::Other(source) => write!(
                     f,
                     "the intent's write-ahead could not confirm its write before sending (the \
                      intent may still be sent under its key): {source}"
                 )?,
+                _ => write!(
+                    f,
+                    "the intent's write-ahead could not confirm its write before sending (the \
+                     intent may still be sent under its key)"
+                )?,
+            },
+            GiveUpReason::WriteAheadRefused => match &inner.last {
                 LastResult::Other(source) => write!(
                     f,
                     "refused by the intent's write-ahead before sending: {source}"

@@ -26,9 +26,15 @@ pub enum GiveUpReason {
     /// The request could not be built or its idempotency key is invalid; nothing was sent.
     InvalidRequest,
     /// The intent's [`WriteAhead`](crate::WriteAhead) refused it in
-    /// `before_first_byte` (e.g. a journal could not write it ahead); nothing was
-    /// sent by this call.
+    /// `before_first_byte` (e.g. a journal could not write it ahead): nothing was
+    /// sent, and nothing will be sent later.
     WriteAheadRefused,
+    /// The intent's [`WriteAhead`](crate::WriteAhead) stopped it in
+    /// `before_first_byte` without knowing whether its own write committed (a
+    /// journal whose `COMMIT` answer was lost): nothing was sent by this call, but
+    /// the write-ahead may send the intent later under its key, so the outcome is
+    /// unknown. Never reported as [`WriteAheadRefused`](Self::WriteAheadRefused).
+    WriteAheadUnconfirmed,
     /// A resend of an intent read whole ([`RequestBuilder::whole_body`]) was answered
     /// `410 Gone`: the server finished the key but did not keep its response (too
     /// large or streamed to store). The effect happened; its answer is lost.
@@ -57,6 +63,7 @@ impl GiveUpReason {
             Self::NotRetryable => "not_retryable",
             Self::InvalidRequest => "invalid_request",
             Self::WriteAheadRefused => "write_ahead_refused",
+            Self::WriteAheadUnconfirmed => "write_ahead_unconfirmed",
             Self::CompletedNotKept => "completed_not_kept",
         }
     }

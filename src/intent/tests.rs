@@ -321,7 +321,8 @@ async fn a_refusing_write_ahead_sends_nothing_and_still_hears_the_end() {
         let transport = Scripted::new([]);
         let (intent, hooks) = with_hooks(&transport, RetryPolicy::builder(), answer);
         let error = start(Ok(intent)).await.unwrap_err();
-        assert!(error.is_write_ahead_refused(), "{error}");
+        assert_eq!(error.is_write_ahead_refused(), !unknown, "{error}");
+        assert_eq!(error.is_write_ahead_unconfirmed(), unknown, "{error}");
         assert_eq!(error.is_outcome_unknown(), unknown, "{error}");
         assert!(transport.sent.lock().unwrap().is_empty());
         assert_eq!(
@@ -378,7 +379,8 @@ async fn an_end_the_write_ahead_did_not_record_is_marked_on_the_result() {
         WriteAheadAnswer::RefusesThenLosesTheEnd,
     );
     let unrecorded = start(Ok(intent)).await.unwrap_err();
-    assert!(unrecorded.is_write_ahead_refused(), "{unrecorded}");
+    assert!(!unrecorded.is_write_ahead_refused(), "{unrecorded}");
+    assert!(unrecorded.is_write_ahead_unconfirmed(), "{unrecorded}");
     assert!(unrecorded.is_outcome_unknown(), "{unrecorded}");
 }
 

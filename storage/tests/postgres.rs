@@ -179,7 +179,7 @@ async fn the_pool_reconnects_after_the_server_restarts() {
                     .unwrap()
                     .get(0)
             }
-            Err(PoolError::Backoff { retry_in }) => tokio::time::sleep(retry_in).await,
+            Err(PoolError::Backoff { retry_in, .. }) => tokio::time::sleep(retry_in).await,
             Err(error) => panic!("{error}"),
         }
         assert!(
@@ -188,4 +188,57 @@ async fn the_pool_reconnects_after_the_server_restarts() {
         );
     };
     assert_ne!(first, second, "a new server process, a new connection");
+}
+
+/// Every driver failure says what happened on its top line, not only "db
+/// error": a server error with its SQLSTATE, a backend the server terminated
+/// in plain words, a refused connect with the operating system's reason.
+#[tokio::test]
+async fn driver_errors_name_their_cause() {
+    use idempotency_storage::postgres::DriverError;
+
+    let Some(cluster) = cluster() else { return };
+    let victim = client(cluster.conninfo()).await;
+    let error = victim
+        .batch_execute("SELECT * FROM no_such_table")
+        .await
+        .unwrap_err();
+    let text = DriverError::new(error).to_string();
+    assert!(text.contains("no_such_table"), "{text}");
+    assert!(text.contains("SQLSTATE 42P01"), "{text}");
+
+    let admin = client(cluster.conninfo()).await;
+    let pid: i32 = victim
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .unwrap()
+        .get(0);
+    admin
+        .execute("SELECT pg_terminate_backend($1)", &[&pid])
+        .await
+        .unwrap();
+    // The terminated session's next statement reads the server's goodbye, or
+    // finds the connection closed; both say so.
+    let error = victim.batch_execute("SELECT 1").await.unwrap_err();
+    let text = DriverError::new(error).to_string();
+    assert!(
+        text.contains("terminated this connection's backend")
+            || text.contains("connection closed (the server ended it"),
+        "{text}"
+    );
+    assert_ne!(text, "db error");
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let refused =
+        tokio_postgres::connect(&format!("host=127.0.0.1 port={port} user=postgres"), NoTls)
+            .await
+            .map(|_| ())
+            .unwrap_err();
+    let text = DriverError::new(refused).to_string();
+    assert!(text.starts_with("error connecting to server: "), "{text}");
+    assert!(text.to_lowercase().contains("refused"), "{text}");
 }

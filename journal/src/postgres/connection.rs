@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use idempotency_storage::postgres::DURABLE_COMMITS;
 use tokio_postgres::tls::NoTlsStream;
 use tokio_postgres::{Client, Config, Connection, NoTls, Socket};
 
@@ -71,7 +72,8 @@ pub(super) async fn connect(config: &Config, timeouts: Timeouts) -> Result<Live,
     Ok(Live { client, statements })
 }
 
-/// Sets the session's statement timeout, migrates, prepares the statements.
+/// Sets the session's statement timeout and durable commits, migrates,
+/// prepares the statements.
 pub(super) async fn prepare(
     client: &mut Client,
     timeouts: Timeouts,
@@ -79,7 +81,9 @@ pub(super) async fn prepare(
     let setup = async {
         let millis = timeouts.statement.as_millis().max(1);
         client
-            .batch_execute(&format!("SET statement_timeout = {millis}"))
+            .batch_execute(&format!(
+                "SET statement_timeout = {millis}; {DURABLE_COMMITS}"
+            ))
             .await
             .map_err(driver)?;
         migrate(client).await?;

@@ -64,7 +64,7 @@ pub const DEFAULT_POOL_SIZE: usize = 8;
 /// Clones share a pool of connections ([`PostgresStoreBuilder::pool_size`]),
 /// made as concurrent operations need them; each operation has its connection
 /// to itself. A connection that ended is replaced by the next operation (at
-/// once; after a failed attempt, attempts back off from 100 ms to 5 s and
+/// once; after a failed attempt, attempts back off, jittered, from 100 ms to 1 s and
 /// operations in between fail fast), and the log says so. Connects and
 /// statements are bounded by timeouts; see [`PostgresStore::builder`].
 ///
@@ -75,8 +75,15 @@ pub const DEFAULT_POOL_SIZE: usize = 8;
 /// transaction's status (`pg_xact_status`) on another connection: committed, the
 /// write-ahead holds; aborted, it failed and nothing was written; still in
 /// progress or no answer, it fails with [`JournalError::CommitUnknown`] and the
-/// durable send reports its outcome as unknown. The store never lowers
-/// `synchronous_commit` or any other durability setting.
+/// durable send reports its outcome as unknown.
+///
+/// # Durable whatever the server's tuning
+/// A store's connections commit durably: where `synchronous_commit` is `off`
+/// (a common tuning, in which a server crash loses commits it already
+/// answered), the store sets it to `on` for its own sessions, so a write-ahead
+/// or a result it acknowledged survives a crash of the server. Any other value
+/// is kept: the store never lowers `synchronous_commit` or any other
+/// durability setting.
 #[derive(Clone)]
 pub struct PostgresStore {
     pool: std::sync::Arc<Pool>,

@@ -99,6 +99,14 @@ impl Pool {
                 after: waited,
             },
             PoolError::Connect(error) => error,
+            PoolError::Backoff { retry_in, cause } => {
+                JournalError::storage(format!(
+                "no PostgreSQL connection; the next reconnect attempt is in {} ms (the last one \
+                 failed: {})",
+                retry_in.as_millis(),
+                cause.strip_prefix("journal storage failed: ").unwrap_or(&cause)
+            ))
+            }
             other => JournalError::storage(format!("PostgreSQL: {other}")),
         })
     }

@@ -11,6 +11,7 @@
 //! durable send says so ([`JournalError::CommitUnknown`]). Durability settings
 //! are never touched to make a fault go away.
 
+use idempotency_storage::postgres::DriverError;
 use tokio_postgres::types::ToSql;
 
 use super::pool::{Pool, Pooled};
@@ -87,7 +88,7 @@ async fn commit(pool: &Pool, conn: Pooled<'_>) -> Result<(), BoxError> {
         Ok(Ok(())) => Ok(()),
         Ok(Err(error)) => {
             conn.discard();
-            Err(error.into())
+            Err(Box::new(DriverError::new(error)))
         }
         Err(_) => {
             conn.discard();

@@ -61,6 +61,11 @@ impl Ledger {
                     !error.to_string().contains("nothing was sent"),
                     "an unknown outcome never says nothing was sent: {error}"
                 );
+                assert!(
+                    !error.is_write_ahead_refused(),
+                    "an unknown outcome is never also refused: {error}"
+                );
+                assert_ne!(error.reason().as_str(), "write_ahead_refused", "{error}");
                 Told::Unknown
             }
             Err(error) if error.is_write_ahead_refused() => Told::Refused,

@@ -5,12 +5,16 @@ mod children;
 mod commit_faults;
 mod conformance;
 mod crash;
+#[cfg(feature = "postgres")]
+mod crash_restart;
 mod delivery;
 mod delivery_crash;
 mod durable;
 mod files;
 #[cfg(feature = "postgres")]
 mod fleet;
+#[cfg(feature = "postgres")]
+mod kept_result;
 mod migrations;
 mod one_file;
 mod outbox;

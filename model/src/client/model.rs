@@ -144,7 +144,7 @@ pub(super) fn why(reason: reqwest_resilience::GiveUpReason) -> Why {
         R::RetryAfterBeyondDeadline => Why::RetryAfterBeyondDeadline,
         R::NotRetryable => Why::NotRetryable,
         R::GateRefused | R::BudgetExhausted => Why::GateRefused,
-        R::WriteAheadRefused => Why::WriteAheadRefused,
+        R::WriteAheadRefused | R::WriteAheadUnconfirmed => Why::WriteAheadRefused,
         _ => Why::Other,
     }
 }

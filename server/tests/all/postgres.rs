@@ -388,3 +388,55 @@ async fn four_server_processes_one_payment_per_key() {
         rows.len()
     );
 }
+
+/// While its database is away the store answers `503` with a `Retry-After`
+/// and a problem body that names no driver detail (never a 500), runs nothing,
+/// and takes requests again within seconds of the database's return.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_that_is_away_is_a_503_with_retry_after_never_a_500() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let conninfo = cluster.database("outage").await;
+    let store = PostgresStore::connect(&conninfo).await.unwrap();
+    let layer = IdempotencyLayer::builder(store)
+        .principal(account)
+        .build()
+        .unwrap();
+    let effects = Arc::new(Effects::default());
+    let addr = serve(layer, effects.clone()).await;
+
+    tokio::task::block_in_place(|| cluster.stop());
+    for attempt in 0..3 {
+        let answer = send(addr, &Req::post("/payments", "during-the-outage", "a")).await;
+        assert_eq!(answer.status, 503, "attempt {attempt}: {}", answer.text());
+        let retry_after = answer
+            .headers
+            .get(http::header::RETRY_AFTER)
+            .expect("a Retry-After");
+        assert!(retry_after.to_str().unwrap().parse::<u64>().is_ok());
+        let body = answer.text().to_lowercase();
+        for leak in ["db error", "os error", "connection", "postgres", "refused"] {
+            assert!(
+                !body.contains(leak),
+                "the body names a driver detail: {body}"
+            );
+        }
+    }
+    assert_eq!(effects.count(), 0, "nothing ran");
+
+    tokio::task::block_in_place(|| cluster.restart());
+    let back = std::time::Instant::now();
+    let mut statuses = Vec::new();
+    while back.elapsed() < std::time::Duration::from_secs(5) {
+        let answer = send(addr, &Req::post("/payments", "during-the-outage", "a")).await;
+        statuses.push(answer.status);
+        if answer.status == 201 {
+            break;
+        }
+        assert_eq!(answer.status, 503, "{}", answer.text());
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(statuses.last(), Some(&201), "back within 5 s: {statuses:?}");
+    assert_eq!(effects.count(), 1);
+}

@@ -37,6 +37,18 @@ impl Cluster {
     }
 }
 
+impl Cluster {
+    /// Stops the server (fast shutdown: connections are cut).
+    pub fn stop(&self) {
+        self.0.stop().expect("stop the cluster");
+    }
+
+    /// Starts the server again on the same port.
+    pub fn restart(&self) {
+        self.0.restart().expect("start the cluster again");
+    }
+}
+
 /// One cluster per test: stopped when the test is done with it (its files go
 /// when the test process exits).
 impl Drop for Cluster {

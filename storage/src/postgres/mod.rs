@@ -1,11 +1,14 @@
 //! PostgreSQL plumbing (feature `postgres`): driver errors that say what the
 //! server said, a bounded pool whose connections come back after the server
-//! restarts, and versioned migrations under an advisory lock.
+//! restarts, durable commits whatever the server's tuning, and versioned
+//! migrations under an advisory lock.
 
 mod driver;
+mod durable;
 mod migrate;
 mod pool;
 
 pub use driver::{message, DriverError};
+pub use durable::DURABLE_COMMITS;
 pub use migrate::migrate;
 pub use pool::{Connect, Pool, PoolError, Pooled};

@@ -4,8 +4,11 @@
 //! parallel up to the pool's size. Connections are made when needed. One that
 //! ended (the server restarted, a proxy cut it) or that an operation gave up on
 //! is dropped, and the next operation connects again — at once the first time,
-//! then no more often than a bounded backoff allows — and says so in the log.
-//! Operations in between fail fast with [`PoolError::Backoff`]; none hangs.
+//! then no more often than a bounded, jittered backoff allows (so a fleet of
+//! workers does not knock on a restarting server in step) — and says so in the
+//! log. Operations in between fail fast with [`PoolError::Backoff`]; none
+//! hangs, and none waits longer than its own deadline for a database that is
+//! away.
 
 use std::future::Future;
 use std::num::NonZeroUsize;
@@ -17,8 +20,9 @@ use tokio::time::Instant;
 
 /// The first pause after a failed reconnect; it doubles up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
-/// The longest pause between two reconnect attempts.
-const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// The longest pause between two reconnect attempts: short, so a database that
+/// is back is used within about a second.
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
 
 /// How a pool makes a connection and tells a dead one: the store's own
 /// (connect with its timeouts, set the session up, prepare its statements).
@@ -46,10 +50,12 @@ pub enum PoolError<E> {
         waited: Duration,
     },
     /// The last connect failed too recently to try again.
-    #[error("no database connection; next reconnect attempt in {retry_in:?}")]
+    #[error("no database connection; next reconnect attempt in {retry_in:?} (the last one failed: {cause})")]
     Backoff {
         /// When the next attempt may be made.
         retry_in: Duration,
+        /// Why the last attempt failed, as its error said.
+        cause: String,
     },
     /// Connecting failed.
     #[error(transparent)]
@@ -61,6 +67,8 @@ struct Reconnect {
     /// No attempt before this instant (after a failed one).
     not_before: Option<Instant>,
     backoff: Duration,
+    /// Why the last attempt failed.
+    cause: String,
 }
 
 /// Up to `size` connections, each used by one operation at a time.
@@ -146,6 +154,7 @@ impl<C: Connect> Pool<C> {
             reconnect: Mutex::new(Reconnect {
                 not_before: None,
                 backoff: FIRST_BACKOFF,
+                cause: String::new(),
             }),
         }
     }
@@ -203,18 +212,19 @@ impl<C: Connect> Pool<C> {
 
     /// A new connection, unless the last attempt failed too recently.
     async fn connect_again(&self) -> Result<C::Connection, PoolError<C::Error>> {
-        let (not_before, backoff) = {
+        let backoff = {
             let reconnect = self.reconnect.lock().unwrap_or_else(|e| e.into_inner());
-            (reconnect.not_before, reconnect.backoff)
-        };
-        if let Some(not_before) = not_before {
-            let now = Instant::now();
-            if now < not_before {
-                return Err(PoolError::Backoff {
-                    retry_in: not_before - now,
-                });
+            if let Some(not_before) = reconnect.not_before {
+                let now = Instant::now();
+                if now < not_before {
+                    return Err(PoolError::Backoff {
+                        retry_in: not_before - now,
+                        cause: reconnect.cause.clone(),
+                    });
+                }
             }
-        }
+            reconnect.backoff
+        };
         let result = self.connector.connect().await;
         let mut reconnect = self.reconnect.lock().unwrap_or_else(|e| e.into_inner());
         match &result {
@@ -231,12 +241,19 @@ impl<C: Connect> Pool<C> {
                     retry_in = ?backoff,
                     "connecting to the database failed"
                 );
-                reconnect.not_before = Some(Instant::now() + reconnect.backoff);
+                reconnect.not_before = Some(Instant::now() + jittered(reconnect.backoff));
                 reconnect.backoff = (reconnect.backoff * 2).min(MAX_BACKOFF);
+                reconnect.cause = error.to_string();
             }
         }
         result.map_err(PoolError::Connect)
     }
+}
+
+/// Half of `backoff`, plus a random share of the other half ("equal jitter").
+fn jittered(backoff: Duration) -> Duration {
+    let half = backoff / 2;
+    half + half.mul_f64(rand::random::<f64>())
 }
 
 #[cfg(test)]
@@ -318,16 +335,27 @@ mod tests {
         pool.get().await.unwrap();
     }
 
+    #[test]
+    fn the_jitter_stays_within_half_and_whole_of_the_backoff() {
+        let samples: Vec<_> = (0..200).map(|_| jittered(MAX_BACKOFF)).collect();
+        assert!(samples
+            .iter()
+            .all(|d| *d >= MAX_BACKOFF / 2 && *d <= MAX_BACKOFF));
+        let first = samples[0];
+        assert!(samples.iter().any(|d| *d != first), "jittered");
+    }
+
     #[tokio::test]
     async fn after_a_failed_connect_the_next_waits_for_the_backoff() {
         let pool = pool(1);
         pool.connector().down.store(true, Ordering::SeqCst);
         assert!(matches!(pool.get().await, Err(PoolError::Connect(_))));
         pool.connector().down.store(false, Ordering::SeqCst);
-        let Err(PoolError::Backoff { retry_in }) = pool.get().await else {
+        let Err(PoolError::Backoff { retry_in, cause }) = pool.get().await else {
             panic!("a second attempt within the backoff is refused at once");
         };
         assert!(retry_in <= FIRST_BACKOFF);
+        assert_eq!(cause, "server down", "says why the last attempt failed");
         tokio::time::sleep(retry_in + Duration::from_millis(5)).await;
         assert_eq!(
             pool.get().await.unwrap().id,

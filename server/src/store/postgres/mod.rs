@@ -11,7 +11,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use idempotency_storage::postgres::{Connect, DriverError, Pool, PoolError, Pooled};
+use idempotency_storage::postgres::{
+    Connect, DriverError, Pool, PoolError, Pooled, DURABLE_COMMITS,
+};
 use tokio_postgres::{Client, NoTls, Transaction};
 
 use super::columns::millis;
@@ -25,7 +27,12 @@ use queries::{claim_in, complete_in, PRUNE, RELEASE};
 /// [`MAX_POSTGRES_TRANSACTIONS`] at once. A connection the server closed (a
 /// restart, a failover, an idle timeout) is replaced on next use, no more often
 /// than the pool's reconnect backoff allows; calls in between fail (the layer
-/// answers 503).
+/// answers 503 with `Retry-After`).
+///
+/// Its sessions commit durably whatever the server's tuning: where
+/// `synchronous_commit` is `off`, the store sets it to `on` for its own
+/// connections (any other value is kept, never lowered), so an answer it
+/// stored survives a crash of the database.
 pub struct PostgresStore {
     pool: Pool<Connector>,
 }
@@ -153,6 +160,9 @@ impl PostgresStore {
     }
 }
 
+/// Connects and makes the session's commits durable ([`DURABLE_COMMITS`]): a
+/// stored answer the server acknowledged must survive a crash of the database,
+/// or a resend would run its effect again.
 async fn open(conninfo: &str) -> Result<Client, StoreError> {
     let (client, connection) = tokio_postgres::connect(conninfo, NoTls)
         .await
@@ -162,6 +172,10 @@ async fn open(conninfo: &str) -> Result<Client, StoreError> {
             tracing::warn!(%error, "idempotency store: PostgreSQL connection closed");
         }
     });
+    client
+        .batch_execute(DURABLE_COMMITS)
+        .await
+        .map_err(fail("set up the session"))?;
     Ok(client)
 }
 

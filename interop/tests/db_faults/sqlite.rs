@@ -1,0 +1,175 @@
+//! SQLite's worst days, under two durable senders and a resumer on one journal
+//! file, against the payments server in the strong mode on a SQLite file of its
+//! own (its effects counted there):
+//!
+//! - `write_lock_held`: another process (`python3`'s sqlite3) holds the
+//!   journal's write lock for 10 s (`BEGIN IMMEDIATE`);
+//! - `disk_full`: the journal lives on a small tmpfs the test mounts, filled
+//!   mid-run until writes fail, then freed. Needs `mount` (root); where it is
+//!   refused the test says so and skips that scenario.
+//!
+//! The verdict is the PostgreSQL scenarios' own (`verdict::judge`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use reqwest_resilience_journal::{Journal, SqliteStore};
+use tokio::time::Instant;
+
+use crate::fleet::{run_load, PaymentsServer, LEASE_MARGIN};
+use crate::verdict;
+
+/// How long the other process holds the write lock.
+const LOCK_HELD: Duration = Duration::from_secs(10);
+/// How long the disk stays full.
+const FULL_FOR: Duration = Duration::from_secs(4);
+
+fn journal(path: &Path) -> Journal {
+    Journal::builder(SqliteStore::open(path).expect("open the journal file"))
+        .lease_margin(LEASE_MARGIN)
+        .unknown_retry_after(Duration::from_millis(500))
+        .build()
+        .expect("journal settings")
+}
+
+/// Each key's effects in the server's SQLite file.
+fn effects(server_db: &Path) -> BTreeMap<String, i64> {
+    use tower_idempotency::rusqlite;
+    let conn = rusqlite::Connection::open(server_db).expect("open the server's file");
+    let mut select = conn
+        .prepare("SELECT key, count(*) FROM effects GROUP BY key")
+        .expect("count the effects");
+    let rows = select
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+        .expect("count the effects");
+    rows.map(|row| row.expect("an effects row")).collect()
+}
+
+async fn scenario(
+    name: &str,
+    journal_path: &Path,
+    fault: impl std::future::Future<Output = Instant>,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let server_db = dir.path().join("server.db");
+    let server = PaymentsServer::start_in("sqlite", server_db.to_str().unwrap()).await;
+    let journals = [journal(journal_path)];
+    let notes = Arc::new(Mutex::new(Vec::new()));
+    let outcome = run_load(&journals, &server.url, 0, crate::seed(), &notes, fault).await;
+    let figures = verdict::judge(name, true, &outcome, &effects(&server_db)).await;
+    println!("DB_FAULT {figures}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_write_lock_held_by_another_process_loses_and_doubles_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.sqlite");
+    drop(journal(&path)); // created and migrated before the load
+    let holder_path = path.clone();
+    let fault = async move {
+        let script = format!(
+            "import sqlite3, sys, time\n\
+             c = sqlite3.connect(sys.argv[1], isolation_level=None)\n\
+             c.execute('BEGIN IMMEDIATE')\n\
+             print('locked', flush=True)\n\
+             time.sleep({})\n\
+             c.execute('ROLLBACK')\n",
+            LOCK_HELD.as_secs_f64()
+        );
+        let mut holder = tokio::process::Command::new("python3")
+            .args(["-c", &script])
+            .arg(&holder_path)
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("python3 holds the lock");
+        let status = tokio::time::timeout(LOCK_HELD * 3, holder.wait())
+            .await
+            .expect("the lock holder ends")
+            .unwrap();
+        assert!(status.success(), "the lock holder failed: {status}");
+        Instant::now()
+    };
+    scenario("sqlite_write_lock_held", &path, fault).await;
+}
+
+/// A tmpfs of `size` mounted on a directory of its own, unmounted on drop.
+struct SmallFs {
+    dir: PathBuf,
+}
+
+impl SmallFs {
+    /// The mount, or why it could not be made.
+    fn mount(size: &str) -> Result<SmallFs, String> {
+        let dir = std::env::temp_dir().join(format!("db-faults-fs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let output = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&dir)
+            .output()
+            .map_err(|e| format!("mount: {e}"))?;
+        if !output.status.success() {
+            let _ = std::fs::remove_dir(&dir);
+            return Err(String::from_utf8_lossy(&output.stderr).trim().to_owned());
+        }
+        Ok(SmallFs { dir })
+    }
+
+    /// Fills the file system with a file of zeros until a write fails.
+    fn fill(&self) {
+        use std::io::Write;
+        let mut filler = std::fs::File::create(self.dir.join("filler")).unwrap();
+        let block = vec![0u8; 4096];
+        // Bounded by the file system's size.
+        for _ in 0..1_000_000 {
+            if filler
+                .write_all(&block)
+                .and_then(|()| filler.sync_all())
+                .is_err()
+            {
+                return;
+            }
+        }
+        panic!("the small file system never filled");
+    }
+
+    fn free(&self) {
+        std::fs::remove_file(self.dir.join("filler")).unwrap();
+    }
+}
+
+impl Drop for SmallFs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_disk_full_mid_write_loses_and_doubles_nothing() {
+    let fs = match SmallFs::mount("8m") {
+        Ok(fs) => Arc::new(fs),
+        Err(why) => {
+            eprintln!("SKIPPED sqlite_disk_full: mounting a small tmpfs was refused: {why}");
+            return;
+        }
+    };
+    let path = fs.dir.join("journal.sqlite");
+    drop(journal(&path));
+    let filler = Arc::clone(&fs);
+    let fault = async move {
+        tokio::task::spawn_blocking({
+            let fs = Arc::clone(&filler);
+            move || fs.fill()
+        })
+        .await
+        .unwrap();
+        tokio::time::sleep(FULL_FOR).await;
+        filler.free();
+        Instant::now()
+    };
+    scenario("sqlite_disk_full", &path, fault).await;
+}

@@ -1,0 +1,160 @@
+//! What each scenario must show, and its figures: double effects, lost
+//! intents, recovery, settle time, the errors callers read.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use reqwest_resilience_journal::IntentState;
+
+use std::collections::BTreeMap;
+
+use crate::fleet::{states, Outcome, Told, OVERRUN_LIMIT};
+
+/// From the database accepting connections to the first payment completing.
+const RECOVERY_LIMIT: Duration = Duration::from_secs(5);
+
+/// Judges one scenario (panicking with every violation found) and returns its
+/// figures as one line. `effects` is each key's effects on the server; `away`
+/// says whether the database went away (recovery is then held to its limit).
+pub async fn judge(
+    name: &str,
+    away: bool,
+    outcome: &Outcome,
+    effects: &BTreeMap<String, i64>,
+) -> String {
+    let states = states(&outcome.journal, &outcome.notes).await;
+    let mut problems = Vec::new();
+    let mut doubles = 0;
+    let mut lost = 0;
+    for note in &outcome.notes {
+        let effect = effects.get(&note.key).copied().unwrap_or(0);
+        let (state, row) = states
+            .get(&note.key)
+            .cloned()
+            .unwrap_or((None, String::new()));
+        if effect > 1 {
+            doubles += 1;
+            problems.push(format!("{}: {effect} effects", note.key));
+        }
+        match &note.told {
+            Told::Answered(201) => {
+                if effect != 1 || state != Some(IntentState::Succeeded) {
+                    lost += 1;
+                    problems.push(format!(
+                        "{}: answered 201 but effects={effect} state={state:?} {row} {note:?}",
+                        note.key
+                    ));
+                }
+            }
+            Told::Answered(status) => {
+                problems.push(format!("{}: final status {status}", note.key));
+            }
+            Told::Refused => {
+                if effect != 0 {
+                    problems.push(format!("{}: refused but paid {effect}", note.key));
+                }
+            }
+            Told::Unknown | Told::Failed => {
+                let paid = effect == 1;
+                let consistent = match state {
+                    None => !paid,
+                    Some(IntentState::Succeeded) => paid,
+                    Some(IntentState::Failed | IntentState::Abandoned) => true,
+                    Some(open) => {
+                        problems.push(format!("{}: still {open:?} after settling", note.key));
+                        true
+                    }
+                };
+                if !consistent {
+                    lost += 1;
+                    problems.push(format!(
+                        "{}: told {:?}, journal {state:?} {row}, effects {effect}",
+                        note.key, note.told
+                    ));
+                }
+            }
+        }
+        if note.took > OVERRUN_LIMIT {
+            problems.push(format!("{}: the send took {:?}", note.key, note.took));
+        }
+        if note.refused_and_unknown {
+            problems.push(format!(
+                "{}: an unknown outcome also reads as refused: {:?}",
+                note.key, note.error
+            ));
+        }
+        if let Some(text) = &note.error {
+            if text.contains("db error") && !text.contains("SQLSTATE") {
+                problems.push(format!("{}: a bare driver error: {text}", note.key));
+            }
+        }
+    }
+    let recovery = outcome
+        .notes
+        .iter()
+        .filter(|n| n.told == Told::Answered(201) && n.at >= outcome.back_at)
+        .map(|n| n.at - outcome.back_at)
+        .min();
+    match recovery {
+        Some(recovery) if away && recovery > RECOVERY_LIMIT => {
+            problems.push(format!("recovery took {recovery:?}"))
+        }
+        None => problems.push("no payment completed after the fault".to_owned()),
+        _ => {}
+    }
+    // Throughput in the fault's last seconds against the seconds after it
+    // (the load's first second, before the fault, is its warm-up).
+    let rate = |from: tokio::time::Instant, to: tokio::time::Instant| {
+        let answered = outcome
+            .notes
+            .iter()
+            .filter(|n| n.told == Told::Answered(201) && n.at >= from && n.at < to)
+            .count();
+        answered as f64 / (to - from).as_secs_f64().max(0.001)
+    };
+    let window = Duration::from_secs(2).min(outcome.back_at - outcome.fault_started);
+    let during = rate(outcome.back_at - window, outcome.back_at);
+    let after = rate(outcome.back_at, outcome.back_at + Duration::from_secs(2));
+    let throughput_ratio = during / after.max(0.001);
+    let settle = outcome.settled_at.map(|at| at - outcome.back_at);
+    if settle.is_none() {
+        problems.push("intents still open 60 s after the fault".to_owned());
+    }
+    let reasons: BTreeSet<_> = outcome.notes.iter().filter_map(|n| n.reason).collect();
+    let count =
+        |wanted: fn(&Told) -> bool| outcome.notes.iter().filter(|n| wanted(&n.told)).count();
+    let figures = format!(
+        "{name}: sends={sends} answered={answered} refused={refused} unknown={unknown} \
+         failed={failed} end_not_recorded={unrecorded} double_effects={doubles} \
+         lost_intents={lost} fault_s={fault_s:.1} recovery_s={recovery} settle_s={settle} \
+         worst_send_s={worst:.2} throughput_end_of_fault_vs_after={throughput_ratio:.2} \
+         resume_errors={resume_errors} reasons={reasons:?}",
+        sends = outcome.notes.len(),
+        answered = count(|t| matches!(t, Told::Answered(_))),
+        refused = count(|t| *t == Told::Refused),
+        unknown = count(|t| *t == Told::Unknown),
+        failed = count(|t| *t == Told::Failed),
+        unrecorded = outcome.notes.iter().filter(|n| n.end_not_recorded).count(),
+        fault_s = (outcome.back_at - outcome.fault_started).as_secs_f64(),
+        recovery = recovery.map_or("none".to_owned(), |r| format!("{:.2}", r.as_secs_f64())),
+        settle = settle.map_or("none".to_owned(), |s| format!("{:.2}", s.as_secs_f64())),
+        resume_errors = outcome.resume_errors,
+        worst = outcome
+            .notes
+            .iter()
+            .map(|n| n.took.as_secs_f64())
+            .fold(0.0, f64::max),
+    );
+    let samples: BTreeSet<_> = outcome
+        .notes
+        .iter()
+        .filter_map(|n| n.error.as_deref())
+        .map(|e| e.chars().take(300).collect::<String>())
+        .take(6)
+        .collect();
+    for sample in &samples {
+        println!("DB_FAULT_ERROR {name}: {sample}");
+    }
+    assert!(problems.is_empty(), "{figures}\n{}", problems.join("\n"));
+    figures
+}
