@@ -28,9 +28,9 @@ use std::time::Duration;
 use futures_util::future::Either;
 use tracing::Instrument;
 
-use crate::attempt_log::{AttemptLog, NotHedged};
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 use crate::attempt_log::EndNotRecorded;
+use crate::attempt_log::{AttemptLog, NotHedged};
 use crate::clock::Instant;
 use crate::deadline::Deadline;
 use crate::decision::{self, Ended, Facts, Next};

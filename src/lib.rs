@@ -309,9 +309,9 @@ pub mod model_rules;
 // The everyday types: what building a client, sending an intent and handling its
 // result need. The rest is grouped by what a user reaches for: `gate`, `watch`,
 // `time`, `classification`, `testing`.
-pub use attempt_log::{AttemptLog, NotHedged};
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 pub use attempt_log::ResponseExt;
+pub use attempt_log::{AttemptLog, NotHedged};
 pub use backoff::{Backoff, Delays};
 pub use client::{RequestBuilder, ResilientClient, MAX_CONNECT_TIMEOUT};
 pub use error::{BoxError, Error, GiveUpReason};
