@@ -15,7 +15,7 @@ pub(crate) const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The policy's attempt timeout setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum AttemptTimeout {
+pub enum AttemptTimeout {
     /// Derived from each intent's deadline (see [`AttemptTimeout::for_intent`]).
     Implied,
     /// Set by the user.
@@ -33,11 +33,7 @@ impl AttemptTimeout {
     /// attempt, however many the policy allows. Half still lets a slow but healthy
     /// server (answering in 0.8 s under a 2 s deadline) succeed at the first
     /// attempt. A single-attempt policy has no retry to make room for.
-    pub(crate) fn for_intent(
-        self,
-        deadline: Option<Duration>,
-        max_attempts: u32,
-    ) -> Option<Duration> {
+    pub fn for_intent(self, deadline: Option<Duration>, max_attempts: u32) -> Option<Duration> {
         match self {
             Self::Fixed(timeout) => Some(timeout),
             Self::Off => None,
@@ -62,30 +58,11 @@ pub(crate) fn take_own(request: &mut reqwest::Request) -> Option<Duration> {
 
 /// The timeout of an attempt: the intent's (`each`) cut to the time `left`
 /// before the deadline (`None`: the intent has none).
-pub(crate) fn of_attempt(each: Option<Duration>, left: Option<Duration>) -> Option<Duration> {
-    of_attempt_guarded(each, left, |_| true)
-}
-
-/// [`of_attempt`] with its guard kept only where `holds` says so: the crate always
-/// passes `|_| true`, which the compiler folds away; the model checker's mutation
-/// tests switch it off (see `model_rules`).
-pub(crate) fn of_attempt_guarded(
-    each: Option<Duration>,
-    left: Option<Duration>,
-    holds: impl Fn(Guard) -> bool,
-) -> Option<Duration> {
-    let left = left.filter(|_| holds(Guard::CutToTimeLeft));
+pub fn of_attempt(each: Option<Duration>, left: Option<Duration>) -> Option<Duration> {
     match (left, each) {
         (Some(left), Some(each)) => Some(left.min(each)),
         (left, each) => left.or(each),
     }
-}
-
-/// The guard of [`of_attempt`] that a mutation test switches off.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Guard {
-    /// An attempt's timeout is cut to the time left (zero: no attempt starts).
-    CutToTimeLeft,
 }
 
 /// Who applies an attempt's timeout on the wire: the reqwest client, built with

@@ -222,16 +222,16 @@ pub fn is_idempotent_method(method: &Method) -> bool {
 /// What classification reads of a policy, borrowed from it: the settings have one
 /// owner (see [`RetryPolicyBuilder`](crate::RetryPolicyBuilder)).
 #[derive(Clone, Copy)]
-pub(crate) struct Rules<'p> {
-    pub(crate) classifier: Option<&'p dyn Classifier>,
-    pub(crate) server_hint_header: Option<&'p HeaderName>,
-    pub(crate) transient_statuses: &'p StatusSet,
-    pub(crate) retry_conflict_when_keyed: bool,
+pub struct Rules<'p> {
+    pub classifier: Option<&'p dyn Classifier>,
+    pub server_hint_header: Option<&'p HeaderName>,
+    pub transient_statuses: &'p StatusSet,
+    pub retry_conflict_when_keyed: bool,
 }
 
 /// What one attempt's classification concluded.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Verdict {
+pub struct Verdict {
     pub(crate) outcome: AttemptOutcome,
     /// The classifier says another attempt may succeed…
     pub(crate) transient: bool,
@@ -239,23 +239,23 @@ pub(crate) struct Verdict {
     pub(crate) safe: bool,
     /// The earliest the next attempt may start (Retry-After or the classifier's
     /// word); only read when a retry follows.
-    pub(crate) retry_after: Option<Duration>,
+    pub retry_after: Option<Duration>,
     /// A 409 on a keyed request: the same key is still executing on the server.
-    pub(crate) conflict: bool,
+    pub conflict: bool,
     /// A `425 Too Early` (RFC 8470): the server did not process the request.
-    pub(crate) too_early: bool,
+    pub too_early: bool,
 }
 
 impl Verdict {
     /// Retry the intent (before deadline, attempts and budget have their say)?
-    pub(crate) fn retry(&self) -> bool {
+    pub fn retry(&self) -> bool {
         self.transient && self.safe
     }
 
     /// Does the attempt say the service or the network is struggling (what a
     /// breaker counts)? A transient failure — but not a 409 "same key in
     /// progress": that server is healthy and executing.
-    pub(crate) fn struggling(&self) -> bool {
+    pub fn struggling(&self) -> bool {
         self.transient && !self.conflict
     }
 
@@ -275,26 +275,7 @@ impl Verdict {
 /// Classifies one finished attempt: the caller's classifier first, then the
 /// server's explicit hint, then the default; method safety last, and it cannot be
 /// overridden. An HTTP-date `Retry-After` is measured from `clock`'s wall time.
-pub(crate) fn classify(rules: &Rules<'_>, view: &AttemptView<'_>, clock: &dyn Clock) -> Verdict {
-    classify_guarded(rules, view, clock, |_| true)
-}
-
-/// The guard of [`classify`] that the model checker's mutation tests switch off,
-/// to show that a property depends on it (see `model_rules`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Guard {
-    /// A POST or PATCH without a key goes again only if it provably had no effect.
-    MethodSafety,
-}
-
-/// [`classify`] with its guard kept only where `holds` says so: the crate always
-/// passes `|_| true`, which the compiler folds away.
-pub(crate) fn classify_guarded(
-    rules: &Rules<'_>,
-    view: &AttemptView<'_>,
-    clock: &dyn Clock,
-    holds: impl Fn(Guard) -> bool,
-) -> Verdict {
+pub fn classify(rules: &Rules<'_>, view: &AttemptView<'_>, clock: &dyn Clock) -> Verdict {
     let decision = rules
         .classifier
         .and_then(|classifier| classifier.classify(view))
@@ -307,7 +288,7 @@ pub(crate) fn classify_guarded(
             )
         });
     let transient = decision.is_retry();
-    let safe = retry_is_safe(view.method, view.keyed, &view.result) || !holds(Guard::MethodSafety);
+    let safe = retry_is_safe(view.method, view.keyed, &view.result);
     let asked = match decision {
         Decision::RetryAfter(delay) => Some(delay),
         _ => None,

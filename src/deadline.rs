@@ -10,13 +10,13 @@ use std::time::{Duration, Instant};
 
 /// When an intent must be over.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Deadline {
+pub struct Deadline {
     started: Instant,
     limit: Option<Duration>,
 }
 
 impl Deadline {
-    pub(crate) fn new(started: Instant, limit: Option<Duration>) -> Self {
+    pub fn new(started: Instant, limit: Option<Duration>) -> Self {
         Self { started, limit }
     }
 
@@ -26,7 +26,7 @@ impl Deadline {
     }
 
     /// Time left at `now`; `None` when the intent has no deadline.
-    pub(crate) fn remaining(&self, now: Instant) -> Option<Duration> {
+    pub fn remaining(&self, now: Instant) -> Option<Duration> {
         self.limit
             .map(|limit| limit.saturating_sub(now.saturating_duration_since(self.started)))
     }

@@ -39,7 +39,7 @@ impl Decision {
 /// What the loop does after an attempt.
 #[must_use]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Next {
+pub enum Next {
     /// The caller gets this attempt's response.
     Deliver,
     /// The intent is over, for this reason.
@@ -54,7 +54,7 @@ pub(crate) enum Next {
 
 /// What the attempt ended with, as far as the rules care.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Ended {
+pub enum Ended {
     /// A response; `retry` when its status is transient and a retry is safe.
     Response { retry: bool },
     /// No response; `retry` when the failure is transient and a retry is safe.
@@ -65,41 +65,41 @@ pub(crate) enum Ended {
 
 /// The facts the decision is made from.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Facts {
-    pub(crate) ended: Ended,
+pub struct Facts {
+    pub ended: Ended,
     /// A 409 on a keyed request: the same key is still executing on the server.
-    pub(crate) conflict: bool,
+    pub conflict: bool,
     /// The body can be sent again (bytes, none, or a factory).
-    pub(crate) replayable: bool,
+    pub replayable: bool,
     /// Attempts made so far that count toward `max_attempts` (≥ 1 unless this one
     /// was a 409 waited out): see [`after_attempt`] for the 409s that do not count.
-    pub(crate) attempts_made: u32,
-    pub(crate) max_attempts: u32,
+    pub attempts_made: u32,
+    pub max_attempts: u32,
     /// Time left before the deadline; `None` without a deadline.
-    pub(crate) remaining: Option<Duration>,
+    pub remaining: Option<Duration>,
     /// What the server asked for, if it asked.
-    pub(crate) retry_after: Option<Duration>,
-    pub(crate) retry_after_ceiling: Duration,
+    pub retry_after: Option<Duration>,
+    pub retry_after_ceiling: Duration,
     /// A resend of an intent read whole was answered `410 Gone`: the server finished
     /// the key but did not keep its response (`RequestBuilder::whole_body`).
-    pub(crate) completed_not_kept: bool,
+    pub completed_not_kept: bool,
     /// This attempt was a `425 Too Early`, and an earlier one was too: a 425 is
     /// retried once (RFC 8470 asks for one resend outside early data).
-    pub(crate) too_early_again: bool,
+    pub too_early_again: bool,
     /// The shortest pause after a 409 "same key still in progress".
-    pub(crate) conflict_delay: Duration,
+    pub conflict_delay: Duration,
     /// A 409 may still be waited out without using up an attempt: fewer have been
     /// than [`conflict_wait_limit`] allows.
-    pub(crate) conflict_waits_left: bool,
+    pub conflict_waits_left: bool,
     /// The least time an attempt must have after the pause to be worth sending.
-    pub(crate) min_attempt_window: Duration,
+    pub min_attempt_window: Duration,
 }
 
 /// An attempt left with less than a tenth of the time it could normally have (its
 /// timeout, or the whole deadline if that is shorter) would only time out — and a
 /// timed-out attempt may still have been delivered, turning a known outcome into an
 /// unknown one. With neither a timeout nor a deadline, 10 ms.
-pub(crate) fn min_attempt_window(
+pub fn min_attempt_window(
     attempt_timeout: Option<Duration>,
     deadline: Option<Duration>,
 ) -> Duration {
@@ -112,7 +112,7 @@ pub(crate) fn min_attempt_window(
 
 /// Whether this attempt was a keyed 409 "in progress" that does not use up an
 /// attempt: it is waited out within the deadline (see [`after_attempt`], rule 4).
-pub(crate) fn waits_out(facts: Facts) -> bool {
+pub fn waits_out(facts: Facts) -> bool {
     facts.conflict && facts.conflict_waits_left
 }
 
@@ -121,7 +121,7 @@ pub(crate) fn waits_out(facts: Facts) -> bool {
 /// deadline. The clock ends the wait first in production; this count ends it where
 /// pauses take no time (a recording sleeper in tests), so a server that answers 409
 /// forever never meets an endless loop.
-pub(crate) fn conflict_wait_limit(deadline: Option<Duration>, conflict_delay: Duration) -> u32 {
+pub fn conflict_wait_limit(deadline: Option<Duration>, conflict_delay: Duration) -> u32 {
     let pace = conflict_delay.max(Duration::from_millis(10));
     deadline.map_or(0, |deadline| {
         u32::try_from(deadline.as_nanos() / pace.as_nanos()).unwrap_or(u32::MAX)
@@ -146,27 +146,7 @@ pub(crate) fn conflict_wait_limit(deadline: Option<Duration>, conflict_delay: Du
 ///    shorter than the server's Retry-After — unless that is beyond the ceiling or
 ///    the deadline, which ends the intent at once; and no pause that would leave
 ///    the next attempt less than its useful window before the deadline.
-pub(crate) fn after_attempt(facts: Facts, backoff: impl FnOnce() -> Duration) -> Next {
-    after_attempt_guarded(facts, backoff, |_| true)
-}
-
-/// A guard of [`after_attempt`] that the model checker's mutation tests switch off,
-/// to show that a property depends on it (see `model_rules`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Guard {
-    /// Never a pause shorter than the server's `Retry-After`.
-    RetryAfterFloor,
-    /// No pause that leaves the next attempt less than its useful window.
-    UsefulWindow,
-}
-
-/// [`after_attempt`] with each guard kept only where `holds` says so: the crate
-/// always passes `|_| true`, which the compiler folds away.
-pub(crate) fn after_attempt_guarded(
-    facts: Facts,
-    backoff: impl FnOnce() -> Duration,
-    holds: impl Fn(Guard) -> bool,
-) -> Next {
+pub fn after_attempt(facts: Facts, backoff: impl FnOnce() -> Duration) -> Next {
     let retry = match facts.ended {
         Ended::InvalidRequest => return Next::GiveUp(GiveUpReason::InvalidRequest),
         Ended::Response { .. } if facts.completed_not_kept => {
@@ -190,10 +170,9 @@ pub(crate) fn after_attempt_guarded(
     }
     // Would an attempt after a pause of `delay` still have a useful window?
     let too_late = |delay: Duration| {
-        holds(Guard::UsefulWindow)
-            && facts
-                .remaining
-                .is_some_and(|left| delay.saturating_add(facts.min_attempt_window) > left)
+        facts
+            .remaining
+            .is_some_and(|left| delay.saturating_add(facts.min_attempt_window) > left)
     };
     let cause = if facts.conflict {
         RetryCause::Conflict
@@ -217,9 +196,7 @@ pub(crate) fn after_attempt_guarded(
         Some(asked) if too_late(asked) => {
             return Next::GiveUp(GiveUpReason::RetryAfterBeyondDeadline)
         }
-        Some(asked) if asked >= floor && holds(Guard::RetryAfterFloor) => {
-            (asked, DelayReason::RetryAfter)
-        }
+        Some(asked) if asked >= floor => (asked, DelayReason::RetryAfter),
         _ => (floor, floor_reason),
     };
     if too_late(delay) {

@@ -184,13 +184,37 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod attempt_log;
+// Its pure rules are `pub` for `model_rules`.
+#[cfg_attr(not(feature = "unstable-model-rules"), allow(unreachable_pub))]
+#[cfg_attr(
+    feature = "unstable-model-rules",
+    allow(missing_docs, missing_debug_implementations)
+)]
 mod attempt_timeout;
 mod backoff;
+// Its pure rules are `pub` for `model_rules`.
+#[cfg_attr(not(feature = "unstable-model-rules"), allow(unreachable_pub))]
+#[cfg_attr(
+    feature = "unstable-model-rules",
+    allow(missing_docs, missing_debug_implementations)
+)]
 mod classify;
 mod client;
 mod clock;
 mod commit_unknown;
+// Its pure rules are `pub` for `model_rules`.
+#[cfg_attr(not(feature = "unstable-model-rules"), allow(unreachable_pub))]
+#[cfg_attr(
+    feature = "unstable-model-rules",
+    allow(missing_docs, missing_debug_implementations)
+)]
 mod deadline;
+// Its pure rules are `pub` for `model_rules`.
+#[cfg_attr(not(feature = "unstable-model-rules"), allow(unreachable_pub))]
+#[cfg_attr(
+    feature = "unstable-model-rules",
+    allow(missing_docs, missing_debug_implementations)
+)]
 mod decision;
 mod error;
 mod failure;

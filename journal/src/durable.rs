@@ -226,7 +226,7 @@ fn first_run_outcome(end: &IntentEnd<'_>, unknown_retry_after: Duration) -> Outc
 /// [`first_run_outcome`] over the facts of the end: its status and headers,
 /// why it gave up (if it did), whether the outcome is unknown, and the
 /// server's `Retry-After`.
-pub(crate) fn first_run_outcome_of(
+pub fn first_run_outcome_of(
     status: Option<StatusCode>,
     headers: Option<&HeaderMap>,
     gave_up: Option<&str>,

@@ -11,7 +11,6 @@
 use std::time::{Duration, SystemTime};
 
 use crate::error::JournalError;
-use crate::guards::{Guard, Guards};
 use crate::journal::Journal;
 use crate::record::{IntentRecord, Lease, NewIntent};
 use crate::state::IntentState;
@@ -23,7 +22,7 @@ const MAX_WAIT: Duration = Duration::from_secs(600);
 
 /// What a send does with the intent already journaled under its key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Step {
+pub enum Step {
     /// Open: take it over if its sender's lease ended, else wait.
     TakeOverOrWait,
     /// Terminal with an answer: send again without a journal row; the server
@@ -39,31 +38,18 @@ pub(crate) fn step(existing: &IntentRecord, new: &NewIntent, now: SystemTime) ->
         && existing.url == new.url
         && existing.body == new.body
         && existing.key_on_wire == new.key_on_wire;
-    step_for(
-        same,
-        existing.state,
-        existing.retention_end <= now,
-        Guards::ALL,
-    )
+    step_for(same, existing.state, existing.retention_end <= now)
 }
 
 /// The rule over its facts: whether the journaled intent is the same request,
 /// its state, and whether the server's retention of the key has ended.
-pub(crate) fn step_for(
-    same: bool,
-    state: IntentState,
-    retention_over: bool,
-    guards: Guards,
-) -> Step {
+pub fn step_for(same: bool, state: IntentState, retention_over: bool) -> Step {
     if !same {
         return Step::Refuse("it names another request (method, URL or body)");
     }
     match state {
         IntentState::Abandoned => Step::Refuse("that intent was abandoned"),
         _ if retention_over => Step::Refuse("the server's retention of the key has ended"),
-        IntentState::InFlight if !guards.holds(Guard::JoinWaitsForLiveSender) => {
-            Step::SendUnjournaled
-        }
         IntentState::Queued | IntentState::InFlight | IntentState::Unknown => Step::TakeOverOrWait,
         IntentState::Succeeded | IntentState::Failed => Step::SendUnjournaled,
     }

@@ -210,11 +210,7 @@ impl Journal {
 
 /// The lease of a run with `deadline`: the deadline plus `margin`, or
 /// `resume_lease` for a run without one.
-pub(crate) fn lease_for(
-    deadline: Option<Duration>,
-    resume_lease: Duration,
-    margin: Duration,
-) -> Duration {
+pub fn lease_for(deadline: Option<Duration>, resume_lease: Duration, margin: Duration) -> Duration {
     deadline.map_or(resume_lease, |deadline| deadline.saturating_add(margin))
 }
 

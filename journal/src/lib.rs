@@ -164,20 +164,61 @@ macro_rules! pg_now_ms {
 pub mod model_rules;
 
 mod backlog;
+// Its pure rules are `pub` for `model_rules`.
+#[cfg_attr(not(feature = "unstable-model-rules"), allow(unreachable_pub))]
+#[cfg_attr(
+    feature = "unstable-model-rules",
+    allow(missing_docs, missing_debug_implementations)
+)]
 mod commit_verdict;
+// Its pure rules are `pub` for `model_rules`.
+#[cfg_attr(not(feature = "unstable-model-rules"), allow(unreachable_pub))]
+#[cfg_attr(
+    feature = "unstable-model-rules",
+    allow(missing_docs, missing_debug_implementations)
+)]
 mod delivery;
+// Its pure rules are `pub` for `model_rules`.
+#[cfg_attr(not(feature = "unstable-model-rules"), allow(unreachable_pub))]
+#[cfg_attr(
+    feature = "unstable-model-rules",
+    allow(missing_docs, missing_debug_implementations)
+)]
 mod durable;
 mod error;
-mod guards;
 mod headers;
+// Its pure rules are `pub` for `model_rules`.
+#[cfg_attr(not(feature = "unstable-model-rules"), allow(unreachable_pub))]
+#[cfg_attr(
+    feature = "unstable-model-rules",
+    allow(missing_docs, missing_debug_implementations)
+)]
 mod join;
+// Its pure rules are `pub` for `model_rules`.
+#[cfg_attr(not(feature = "unstable-model-rules"), allow(unreachable_pub))]
+#[cfg_attr(
+    feature = "unstable-model-rules",
+    allow(missing_docs, missing_debug_implementations)
+)]
 mod journal;
 mod listing;
 mod migrations;
 mod outbox;
 mod record;
+// Its pure rules are `pub` for `model_rules`.
+#[cfg_attr(not(feature = "unstable-model-rules"), allow(unreachable_pub))]
+#[cfg_attr(
+    feature = "unstable-model-rules",
+    allow(missing_docs, missing_debug_implementations)
+)]
 mod resume;
 mod row;
+// Its pure rules are `pub` for `model_rules`.
+#[cfg_attr(not(feature = "unstable-model-rules"), allow(unreachable_pub))]
+#[cfg_attr(
+    feature = "unstable-model-rules",
+    allow(missing_docs, missing_debug_implementations)
+)]
 mod run_outcome;
 mod state;
 mod store;

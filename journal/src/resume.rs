@@ -31,7 +31,6 @@ use tokio::task::JoinSet;
 
 use crate::backlog::Backlog;
 use crate::error::JournalError;
-use crate::guards::{Guard, Guards};
 use crate::journal::Journal;
 use crate::record::{Claimed, IntentRecord, Outcome};
 use crate::run_outcome::{run_outcome, GaveUp, RunEnd};
@@ -311,7 +310,6 @@ impl Resumer {
             settings.max_runs,
             settings.lease_margin,
             settings.resume_lease,
-            Guards::ALL,
         )
     }
 
@@ -398,29 +396,28 @@ impl Resumer {
 
 /// What a resumed run's plan is made of, as the claim left it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct RunFacts {
+pub struct RunFacts {
     /// The intent's runs counting this one.
-    pub(crate) runs: i64,
+    pub runs: i64,
     /// The deadline length of one run, if the intent has one.
-    pub(crate) deadline: Option<Duration>,
+    pub deadline: Option<Duration>,
     /// How long the server keeps the key from the claim on.
-    pub(crate) retention_left: Duration,
+    pub retention_left: Duration,
     /// How long the claim's lease lasts from the claim on.
-    pub(crate) lease_left: Duration,
+    pub lease_left: Duration,
 }
 
 /// The deadline of a resumed run, or the outcome it is abandoned with: never
 /// more than `max_runs` runs, nothing past the key's retention, and the run
 /// ended before its lease (keeping its margin, at most half of it, free), so
 /// nobody claims the intent while it may be on the wire.
-pub(crate) fn plan_run(
+pub fn plan_run(
     facts: &RunFacts,
     max_runs: i64,
     lease_margin: Duration,
     resume_lease: Duration,
-    guards: Guards,
 ) -> Result<Duration, Outcome> {
-    if facts.runs > max_runs && guards.holds(Guard::AbandonAfterMaxRuns) {
+    if facts.runs > max_runs {
         return Err(Outcome::Abandoned {
             reason: format!("ran {} times (max {})", facts.runs - 1, max_runs),
         });
@@ -435,12 +432,8 @@ pub(crate) fn plan_run(
     let deadline = facts
         .deadline
         .unwrap_or(Duration::MAX)
-        .min(facts.retention_left);
-    let deadline = if guards.holds(Guard::RunEndsBeforeLease) {
-        deadline.min(lease_left)
-    } else {
-        deadline
-    };
+        .min(facts.retention_left)
+        .min(lease_left);
     Ok(deadline.max(MIN_RUN))
 }
 

@@ -10,22 +10,22 @@ use crate::record::Outcome;
 
 /// The facts of a run that gave up without a final response.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct GaveUp {
+pub struct GaveUp {
     /// The stored request could not even be built (nothing was sent).
-    pub(crate) invalid_request: bool,
+    pub invalid_request: bool,
     /// An attempt may have reached the server without a final answer.
-    pub(crate) outcome_unknown: bool,
+    pub outcome_unknown: bool,
     /// The last response's status, if one came.
-    pub(crate) status: Option<StatusCode>,
+    pub status: Option<StatusCode>,
     /// How long the server (`Retry-After`) or a gate asked to wait.
-    pub(crate) wait_hint: Option<Duration>,
+    pub wait_hint: Option<Duration>,
     /// Why it gave up.
-    pub(crate) reason: String,
+    pub reason: String,
 }
 
 /// How a run ended.
 #[derive(Debug)]
-pub(crate) enum RunEnd<'a> {
+pub enum RunEnd<'a> {
     /// A final response.
     Response(StatusCode, &'a HeaderMap),
     /// No final response.
@@ -34,7 +34,7 @@ pub(crate) enum RunEnd<'a> {
 
 /// The outcome to record. `runs` is the intent's runs counting this one;
 /// `retry_after` the journal's delay before an open intent is due again.
-pub(crate) fn run_outcome(end: RunEnd<'_>, runs: i64, retry_after: Duration) -> Outcome {
+pub fn run_outcome(end: RunEnd<'_>, runs: i64, retry_after: Duration) -> Outcome {
     match end {
         RunEnd::Response(StatusCode::CONFLICT, _) => unknown(
             Some(StatusCode::CONFLICT),

@@ -50,9 +50,9 @@
 //!   model's choices: their arithmetic is tested in `budget.rs` and `breaker/`;
 //! - gate order (the breaker before the budget) and `not_sent` on a later refusal.
 //!
-//! The mutation tests (`model/tests/client.rs`) switch off one guard inside the
-//! crate's own function for each called rule (`model_rules::Mutation`); for the
-//! copied ones, in the copy ([`LoopMutation`]).
+//! The crate's rules are reached through [`rules`], which adapts the model's
+//! hashable state to their types and calls them unchanged; what the tests are worth
+//! against bugs in those rules is measured with cargo-mutants (`docs/mutants.md`).
 
 mod actions;
 mod answer;
@@ -63,19 +63,20 @@ mod intent;
 mod model;
 mod properties;
 mod race;
+pub mod rules;
 mod state;
 
 use std::time::{Duration, Instant};
 
-use reqwest_resilience::model_rules::{BreakerRules, Mutations};
 use reqwest_resilience::Backoff;
+use rules::BreakerRules;
 use stateright::{Checker, Expectation, HasDiscoveries, Model};
 
 use crate::report::{Report, Scope};
 
 pub use actions::Action;
 pub use answer::Answer;
-pub use config::{Config, HedgeConfig, LoopMutation};
+pub use config::{Config, HedgeConfig};
 pub use intent::IntentKind;
 pub use model::ClientModel;
 pub use properties::*;
@@ -183,8 +184,6 @@ pub fn config(scope: Scope, hedged: bool) -> Config {
         }),
         breaker_events: if full { 3 } else { 1 },
         budget: true,
-        mutations: Mutations::NONE,
-        loop_mutation: None,
         first_attempt_from_send: false,
     }
 }

@@ -80,6 +80,7 @@ pub mod config;
 pub mod group;
 pub mod model;
 pub mod properties;
+pub mod rules;
 pub mod state;
 pub mod store;
 pub mod symmetry;

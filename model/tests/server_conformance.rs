@@ -22,7 +22,6 @@ use reqwest_resilience_model::server::properties;
 use reqwest_resilience_model::server::rules;
 use reqwest_resilience_model::server::state::{Phase, Record, State};
 use stateright::Model;
-use tower_idempotency::model_rules::{self, Guards};
 use tower_idempotency::{
     Claim, ClaimRequest, ClaimToken, Completion, ExistingState, Fingerprint, MemoryStore,
     PostgresStore, SqliteStore, Store,
@@ -159,7 +158,6 @@ async fn replay(
     what: &str,
     seen: &mut Seen,
 ) -> usize {
-    let guards = Guards::ALL;
     let expiry = expiries(steps);
     let clock = clock(steps);
     let ends = |i: usize| expiry.get(&i).map_or(never(), |&j| clock[j]);
@@ -185,7 +183,7 @@ async fn replay(
         let record: Option<Record> = state.records[usize::from(client.scope)];
         let intent = client.intent;
         let key = format!("{}-{tag}", KEYS[usize::from(intent.key)]);
-        let scope = model_rules::scope_id(PRINCIPALS[usize::from(intent.principal)], &key, guards);
+        let scope = rules::scope_id(PRINCIPALS[usize::from(intent.principal)], &key);
         match (step, run.phase) {
             (Step::Claim, _) => {
                 let request = ClaimRequest {
@@ -195,7 +193,7 @@ async fn replay(
                     lease: ends(i).duration_since(clock[i]).unwrap(),
                 };
                 let claim = store.claim(&request).await.unwrap();
-                match (rules::claim(record.as_ref(), guards), claim) {
+                match (rules::claim(record.as_ref()), claim) {
                     (
                         Some(reclaimed),
                         Claim::Acquired {
@@ -242,18 +240,18 @@ async fn replay(
             }
             (Step::Complete, Phase::Effected { generation }) => {
                 let token = &tokens[&generation];
-                let response = model_rules::stored_response(&[intent.principal, run.payload]);
+                let response = rules::stored_response(&[intent.principal, run.payload]);
                 let held = store
                     .complete(token, Completion::Stored(response), ends(i))
                     .await
                     .unwrap();
-                let want = rules::holds(record.as_ref(), generation, guards);
+                let want = rules::holds(record.as_ref(), generation);
                 assert_eq!(held, want, "{here}: the fence");
                 *[&mut seen.fenced, &mut seen.held][usize::from(want)] += 1;
             }
             (Step::Release, Phase::Failed { generation }) => {
                 let held = store.release(&tokens[&generation]).await.unwrap();
-                let want = rules::holds(record.as_ref(), generation, guards);
+                let want = rules::holds(record.as_ref(), generation);
                 assert_eq!(held, want, "{here}: the fence");
                 *[&mut seen.fenced, &mut seen.held][usize::from(want)] += 1;
             }

@@ -30,21 +30,23 @@ pub enum ServerErrors {
 
 /// The answer for a request whose key another request claimed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Answer {
+pub enum Answer {
+    /// The stored response, replayed.
     Replay(StoredResponse),
+    /// Refused, with its `Retry-After` when it has one.
     Refuse(Refusal),
 }
 
 /// What a 409's `Retry-After` is made from, besides the holder's lease.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct InProgressPace {
+pub struct InProgressPace {
     /// The lease a claim is given (so the claim's start is `lease_until - lease`).
-    pub(crate) lease: Duration,
+    pub lease: Duration,
     /// How long this server's handlers typically run; `None` before the first finished.
-    pub(crate) typical_run: Option<Duration>,
+    pub typical_run: Option<Duration>,
     /// One more second for every other duplicate, so that duplicates that arrived
     /// together do not come back together.
-    pub(crate) extra_second: bool,
+    pub extra_second: bool,
 }
 
 /// The longest `Retry-After` a 409 carries: it is a poll, not a promise (a handler's
@@ -52,79 +54,15 @@ pub(crate) struct InProgressPace {
 /// (reqwest-resilience gives up on asks beyond 30 s by default).
 pub const MAX_IN_PROGRESS_RETRY_AFTER: Duration = Duration::from_secs(10);
 
-/// A check one of the crate's rules makes, named so that the model checker can break
-/// it and show that a property depends on it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-// Public only for the model checker's hidden module.
-#[cfg_attr(not(feature = "unstable-model-rules"), allow(unreachable_pub))]
-pub enum Guard {
-    /// A key's scope includes the principal (`ScopeId`).
-    PrincipalScoped,
-    /// A key reused with another fingerprint is refused (`answer_existing`).
-    PayloadCompared,
-    /// A claim leaves a record whose lease or retention has not run out (the stores'
-    /// claim).
-    LiveRecordKept,
-    /// Completing or releasing needs the claim's own generation (the stores' fence).
-    GenerationFenced,
-}
-
-/// Which [`Guard`]s a rule checks: every one, always, in the crate. Without the model
-/// checker's feature this is a unit type whose every check is a constant `true`.
-#[cfg(not(feature = "unstable-model-rules"))]
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Guards;
-
-#[cfg(not(feature = "unstable-model-rules"))]
-impl Guards {
-    /// Every guard on: what the crate always passes.
-    pub(crate) const ALL: Self = Guards;
-
-    /// Whether `guard` is checked.
-    #[inline(always)]
-    pub(crate) fn holds(self, _guard: Guard) -> bool {
-        true
-    }
-}
-
-/// Which [`Guard`]s a rule checks: every one in the crate; the model checker switches
-/// one off to see its counterexample.
-#[cfg(feature = "unstable-model-rules")]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub struct Guards {
-    off: u8,
-}
-
-#[cfg(feature = "unstable-model-rules")]
-impl Guards {
-    /// Every guard on: what the crate always passes.
-    pub const ALL: Self = Guards { off: 0 };
-
-    /// These guards with `guard` switched off.
-    #[must_use]
-    pub const fn without(self, guard: Guard) -> Self {
-        Guards {
-            off: self.off | 1 << guard as u8,
-        }
-    }
-
-    /// Whether `guard` is checked.
-    #[inline(always)]
-    pub fn holds(self, guard: Guard) -> bool {
-        self.off & 1 << guard as u8 == 0
-    }
-}
-
 /// A key reused with another payload is refused whatever its state (the draft's 422);
 /// otherwise a finished key replays and a key in progress answers 409.
-pub(crate) fn answer_existing(
+pub fn answer_existing(
     existing: &Existing,
     fingerprint: &Fingerprint,
     now: SystemTime,
     pace: InProgressPace,
-    guards: Guards,
 ) -> Answer {
-    if existing.fingerprint != *fingerprint && guards.holds(Guard::PayloadCompared) {
+    if existing.fingerprint != *fingerprint {
         return Answer::Refuse(Refusal::new(RefusalKind::Mismatch, None));
     }
     match &existing.state {
@@ -158,7 +96,7 @@ pub(crate) fn answer_existing(
 /// then clamped to 1 s ..= the lease's rest and [`MAX_IN_PROGRESS_RETRY_AFTER`].
 /// The lease bounds a crash, not the wait: a handler that finishes in 2 s must not
 /// have its duplicates told to come back in 60 s.
-pub(crate) fn in_progress_retry_after(
+pub fn in_progress_retry_after(
     lease_until: SystemTime,
     now: SystemTime,
     pace: InProgressPace,
@@ -266,32 +204,10 @@ mod tests {
                 state,
             };
             assert_eq!(
-                answer_existing(&existing, &ours, now, pace(), Guards::ALL),
+                answer_existing(&existing, &ours, now, pace()),
                 want,
                 "{name}"
             );
-        }
-    }
-
-    #[cfg(feature = "unstable-model-rules")]
-    #[test]
-    fn a_guard_switched_off_is_the_only_one_off() {
-        let guards = [
-            Guard::PrincipalScoped,
-            Guard::PayloadCompared,
-            Guard::LiveRecordKept,
-            Guard::GenerationFenced,
-        ];
-        for off in guards {
-            let switched = Guards::ALL.without(off);
-            for guard in guards {
-                assert_eq!(
-                    switched.holds(guard),
-                    guard != off,
-                    "{off:?} off, {guard:?}"
-                );
-                assert!(Guards::ALL.holds(guard));
-            }
         }
     }
 

@@ -12,7 +12,7 @@ pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
 /// Why a key was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum KeyProblem {
+pub enum KeyProblem {
     Empty,
     TooLong,
     BadCharacter,
@@ -22,10 +22,10 @@ pub(crate) enum KeyProblem {
 ///
 /// Its `Debug` shows only its length: keys are bearer-like and never logged whole.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Key<'a>(&'a str);
+pub struct Key<'a>(&'a str);
 
 impl<'a> Key<'a> {
-    pub(crate) fn as_str(&self) -> &'a str {
+    pub fn as_str(&self) -> &'a str {
         self.0
     }
 }
@@ -37,7 +37,7 @@ impl std::fmt::Debug for Key<'_> {
 }
 
 /// Reads a key from a header value: `"abc"` and `abc` are the same key.
-pub(crate) fn parse_key(value: &HeaderValue, max_len: usize) -> Result<Key<'_>, KeyProblem> {
+pub fn parse_key(value: &HeaderValue, max_len: usize) -> Result<Key<'_>, KeyProblem> {
     let raw = value.as_bytes();
     let inner = match raw {
         [b'"', inner @ .., b'"'] => inner,

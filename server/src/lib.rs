@@ -76,8 +76,20 @@ mod body;
 mod builder;
 mod capture;
 mod clock;
+// Its pure rules are `pub` for `model_rules`.
+#[cfg_attr(not(feature = "unstable-model-rules"), allow(unreachable_pub))]
+#[cfg_attr(
+    feature = "unstable-model-rules",
+    allow(missing_docs, missing_debug_implementations)
+)]
 mod decision;
 mod fingerprint;
+// Its pure rules are `pub` for `model_rules`.
+#[cfg_attr(not(feature = "unstable-model-rules"), allow(unreachable_pub))]
+#[cfg_attr(
+    feature = "unstable-model-rules",
+    allow(missing_docs, missing_debug_implementations)
+)]
 mod key;
 mod layer;
 mod metrics;

@@ -4,7 +4,6 @@
 use http::Method;
 use sha2::{Digest, Sha256};
 
-use crate::decision::{Guard, Guards};
 use crate::key::Key;
 use crate::principal::Principal;
 
@@ -16,23 +15,9 @@ use crate::principal::Principal;
 pub struct ScopeId([u8; 32]);
 
 impl ScopeId {
-    pub(crate) fn new(principal: &Principal, method: &Method, path: &str, key: &Key<'_>) -> Self {
-        Self::guarded(principal, method, path, key, Guards::ALL)
-    }
-
-    /// As [`ScopeId::new`]; the model checker leaves the principal out to see a
-    /// response replayed to another caller.
-    pub(crate) fn guarded(
-        principal: &Principal,
-        method: &Method,
-        path: &str,
-        key: &Key<'_>,
-        guards: Guards,
-    ) -> Self {
-        let principal = match guards.holds(Guard::PrincipalScoped) {
-            true => principal.as_str(),
-            false => "",
-        };
+    /// The scope of `key` for `principal` on `method` `path`.
+    pub fn new(principal: &Principal, method: &Method, path: &str, key: &Key<'_>) -> Self {
+        let principal = principal.as_str();
         let mut hash = Sha256::new();
         for part in [principal, method.as_str(), path, key.as_str()] {
             // Length-prefixed, so no two different tuples hash the same bytes.

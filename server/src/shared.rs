@@ -8,7 +8,7 @@ use http::{HeaderName, Response};
 
 use crate::body::ResponseBody;
 use crate::clock::Clock;
-use crate::decision::{answer_existing, Answer, Guards, InProgressPace, ServerErrors};
+use crate::decision::{answer_existing, Answer, InProgressPace, ServerErrors};
 use crate::fingerprint::{Fingerprint, Fingerprinter};
 use crate::metrics::Counters;
 use crate::principal::PrincipalExtractor;
@@ -103,7 +103,7 @@ impl Shared {
                 extra_second: false,
             },
         };
-        match answer_existing(existing, fingerprint, now, pace, Guards::ALL) {
+        match answer_existing(existing, fingerprint, now, pace) {
             Answer::Replay(stored) => {
                 self.counters.replayed();
                 tracing::debug!(status = stored.status.as_u16(), "stored response replayed");

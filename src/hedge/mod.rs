@@ -39,12 +39,14 @@
 //! `intent/hedged.rs`, a path of its own that intents without hedging never enter.
 
 mod hedger;
-mod rules;
+#[cfg_attr(not(feature = "unstable-model-rules"), allow(unreachable_pub))]
+#[cfg_attr(
+    feature = "unstable-model-rules",
+    allow(missing_docs, missing_debug_implementations)
+)]
+pub(crate) mod rules;
 mod settings;
 
 pub(crate) use hedger::Hedger;
 pub(crate) use rules::{after_copy, eligible, hold, may_hedge, HedgeFacts, NoHedge, Step};
 pub use settings::Hedging;
-// The hedge rules' guards, for the model checker only (see `model_rules`).
-#[cfg(feature = "unstable-model-rules")]
-pub(crate) use rules::{may_hedge_guarded, Guard};

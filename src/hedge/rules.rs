@@ -30,7 +30,7 @@ pub(crate) fn eligible(
 /// (`decision::after_attempt`, asked with a zero backoff: a hedged intent sends
 /// the next copy at once, as gRPC A6 does).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Step {
+pub enum Step {
     /// A final answer: the caller gets it now; the other copies are cancelled.
     Win,
     /// A failure while another copy still runs: a failure never beats a running
@@ -46,7 +46,7 @@ pub(crate) enum Step {
 
 /// The step after a copy ended with `next`, while `others_running` copies are in
 /// flight.
-pub(crate) fn after_copy(next: Next, others_running: bool) -> Step {
+pub fn after_copy(next: Next, others_running: bool) -> Step {
     match next {
         Next::Deliver => Step::Win,
         Next::GiveUp(_) if others_running => Step::Wait,
@@ -67,7 +67,7 @@ pub(crate) fn after_copy(next: Next, others_running: bool) -> Step {
 /// The server asked every copy of the intent to stay away until then, not only the
 /// one it answered: a copy that fails without `Retry-After`, or a hedge whose delay
 /// passes, while another copy's `Retry-After` still holds waits for it too.
-pub(crate) fn hold(
+pub fn hold(
     held_until: Option<Instant>,
     asked: Option<Duration>,
     now: Instant,
@@ -82,23 +82,23 @@ pub(crate) fn hold(
 
 /// The facts a hedge (a copy sent because the delay passed) is decided on.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct HedgeFacts {
-    pub(crate) in_flight: u32,
-    pub(crate) max_copies: u32,
+pub struct HedgeFacts {
+    pub in_flight: u32,
+    pub max_copies: u32,
     /// Copies sent so far: each counts toward `max_attempts`.
-    pub(crate) sent: u32,
-    pub(crate) max_attempts: u32,
-    pub(crate) remaining: Option<Duration>,
+    pub sent: u32,
+    pub max_attempts: u32,
+    pub remaining: Option<Duration>,
     /// The least time a copy must have to be worth sending
     /// (`decision::min_attempt_window`).
-    pub(crate) min_attempt_window: Duration,
+    pub min_attempt_window: Duration,
     /// A `Retry-After` still holds new copies back.
-    pub(crate) held: bool,
+    pub held: bool,
 }
 
 /// Why no hedge goes now (the running copies carry on).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum NoHedge {
+pub enum NoHedge {
     CopiesInFlight,
     AttemptsUsed,
     TooLate,
@@ -107,41 +107,19 @@ pub(crate) enum NoHedge {
 
 /// May a hedge go now? Before the cap and the gates are asked (they count what
 /// they admit).
-pub(crate) fn may_hedge(facts: HedgeFacts) -> Result<(), NoHedge> {
-    may_hedge_guarded(facts, |_| true)
-}
-
-/// A guard of [`may_hedge`] that the model checker's mutation tests switch off, to
-/// show that a property depends on it (see `model_rules`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Guard {
-    /// Never more copies in flight than `max_copies`.
-    CopiesInFlight,
-    /// Never more copies than `max_attempts`.
-    AttemptsUsed,
-    /// No copy without its useful window before the deadline.
-    TooLate,
-}
-
-/// [`may_hedge`] with each guard kept only where `holds` says so: the crate always
-/// passes `|_| true`, which the compiler folds away.
-pub(crate) fn may_hedge_guarded(
-    facts: HedgeFacts,
-    holds: impl Fn(Guard) -> bool,
-) -> Result<(), NoHedge> {
+pub fn may_hedge(facts: HedgeFacts) -> Result<(), NoHedge> {
     if facts.held {
         return Err(NoHedge::Held);
     }
-    if facts.in_flight >= facts.max_copies && holds(Guard::CopiesInFlight) {
+    if facts.in_flight >= facts.max_copies {
         return Err(NoHedge::CopiesInFlight);
     }
-    if facts.sent >= facts.max_attempts && holds(Guard::AttemptsUsed) {
+    if facts.sent >= facts.max_attempts {
         return Err(NoHedge::AttemptsUsed);
     }
-    if holds(Guard::TooLate)
-        && facts
-            .remaining
-            .is_some_and(|left| left < facts.min_attempt_window || left.is_zero())
+    if facts
+        .remaining
+        .is_some_and(|left| left < facts.min_attempt_window || left.is_zero())
     {
         return Err(NoHedge::TooLate);
     }

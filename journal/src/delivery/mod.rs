@@ -39,7 +39,6 @@ pub(crate) use statement::TERMINAL;
 pub(crate) use statement::{POSTGRES_ACKNOWLEDGE, POSTGRES_UNACKNOWLEDGED};
 
 use crate::error::JournalError;
-use crate::guards::{Guard, Guards};
 use crate::journal::Journal;
 use crate::record::IntentRecord;
 use crate::state::IntentState;
@@ -88,26 +87,11 @@ impl Journal {
 /// (`None`: no such key) as seen by the same statement or transaction. A
 /// terminal row that the update did not change was acknowledged already (by
 /// this process or a concurrent one that committed first).
-pub(crate) fn settle(
-    key: &str,
-    first: bool,
-    state: Option<IntentState>,
-) -> Result<bool, JournalError> {
-    settle_guarded(key, first, state, Guards::ALL)
-}
-
-/// [`settle`] with its guard switch (the model checker's mutations).
-pub(crate) fn settle_guarded(
-    key: &str,
-    first: bool,
-    state: Option<IntentState>,
-    guards: Guards,
-) -> Result<bool, JournalError> {
-    let only_first = guards.holds(Guard::OnlyTheFirstAcknowledgementApplies);
+pub fn settle(key: &str, first: bool, state: Option<IntentState>) -> Result<bool, JournalError> {
     match state {
         _ if first => Ok(true),
         None => Err(JournalError::unknown_key(key)),
-        Some(state) if state.is_terminal() => Ok(!only_first),
+        Some(state) if state.is_terminal() => Ok(false),
         Some(state) => Err(JournalError::not_terminal(key, state)),
     }
 }

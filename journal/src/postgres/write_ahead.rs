@@ -17,7 +17,6 @@ use super::pool::{Pool, Pooled};
 use super::queries::XACT_STATUS;
 use crate::commit_verdict::{verdict, Verdict};
 use crate::error::{BoxError, JournalError};
-use crate::guards::Guards;
 use crate::postgres_error::driver;
 
 /// The inserted row's `lease_until_ms`, or `None` when the key was already
@@ -110,7 +109,7 @@ async fn status(pool: &Pool, xid: &str) -> Verdict {
     };
     let wait = pool.timeouts().operation();
     match tokio::time::timeout(wait, ask).await {
-        Ok(Ok(status)) => verdict(status.as_deref(), Guards::ALL),
+        Ok(Ok(status)) => verdict(status.as_deref()),
         Ok(Err(error)) => {
             tracing::warn!(%error, "journal: could not ask a write-ahead's transaction status");
             Verdict::Unknown

@@ -1,14 +1,14 @@
 //! The steps a run may take from each state: one action per await point of the
 //! loop (and of the world around it), as a Stateright [`Model`].
 
-use reqwest_resilience::model_rules::{self, BreakerPhase};
+use super::rules::{self as model_rules, BreakerPhase};
 use stateright::{Model, Property};
 
 use super::answer::Answer;
-use super::config::{ticks, LoopMutation};
+use super::config::ticks;
 use super::gates::Other;
 use super::model::{Choice, ClientModel};
-use super::state::{Cause, End, Ghost, Seen, Stage, State, Timer, Why};
+use super::state::{End, Ghost, Seen, Stage, State, Timer, Why};
 
 /// One step of the loop, or of the world around it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -188,11 +188,6 @@ impl Model for ClientModel {
                     Why::DeadlineExceeded
                 };
                 self.end(&mut state, End::GaveUp(why));
-                if self.config.loop_mutation == Some(LoopMutation::SendDespiteRefusal) {
-                    state.stage = Stage::Attempts;
-                    let now = state.now;
-                    let _ = self.send(&mut state, Cause::First, now);
-                }
             }
             Action::End {
                 copy,

@@ -1,7 +1,7 @@
 //! What an attempt may meet — the server's answer or the transport's outcome — and
 //! how the crate's own classifier reads it.
 
-use reqwest_resilience::model_rules::{self, Failure, Mutations, Verdict};
+use super::rules::{self as model_rules, Failure, Verdict};
 
 use super::intent::IntentKind;
 
@@ -31,7 +31,7 @@ impl Answer {
     }
 
     /// The crate's classification of this answer for an intent of `kind`.
-    pub fn classify(self, kind: IntentKind, mutations: Mutations) -> Verdict {
+    pub fn classify(self, kind: IntentKind) -> Verdict {
         let method = kind.method();
         match (self, self.failure()) {
             (Answer::Status(status, retry_after), _) => model_rules::classify_response(
@@ -39,11 +39,8 @@ impl Answer {
                 kind.keyed,
                 status,
                 retry_after.map(u64::from),
-                mutations,
             ),
-            (_, Some(failure)) => {
-                model_rules::classify_failure(&method, kind.keyed, failure, mutations)
-            }
+            (_, Some(failure)) => model_rules::classify_failure(&method, kind.keyed, failure),
             (_, None) => unreachable!("only a status has no failure"),
         }
     }

@@ -2,7 +2,7 @@
 //! admission and the write-ahead, then send → end → decide → admit the retry →
 //! pause, until a result.
 
-use reqwest_resilience::model_rules::{self, After, Facts};
+use super::rules::{self as model_rules, After, Facts};
 
 use super::answer::Answer;
 use super::config::{ticks, ticks_ceil};
@@ -75,7 +75,7 @@ impl ClientModel {
             None,
             choice.high,
         );
-        let next = model_rules::after_attempt(facts, backoff, config.mutations);
+        let next = model_rules::after_attempt(facts, backoff);
         state.too_early_seen |= verdict.too_early;
         if model_rules::waits_out(facts) {
             state.conflicts_waited_out += 1;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use reqwest_resilience::model_rules::{self, BreakerRules, Mutations};
+use super::rules::{self as model_rules, BreakerRules};
 
 use super::answer::Answer;
 use super::intent::IntentKind;
@@ -36,18 +36,6 @@ pub struct HedgeConfig {
     pub cap: u8,
 }
 
-/// A change to the model's own copy of the loop, for the properties that rest on
-/// the loop's order of steps rather than on a pure rule (see the module docs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LoopMutation {
-    /// Send the first attempt even when the write-ahead refused.
-    SendDespiteRefusal,
-    /// Give a retry the previous attempt's request id.
-    ReuseRequestId,
-    /// Send a hedge without asking the cap.
-    HedgeWithoutCap,
-}
-
 /// One configuration of the client model.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -77,10 +65,6 @@ pub struct Config {
     pub breaker_events: u8,
     /// The retry budget may refuse a retry or a hedge (other intents drain it).
     pub budget: bool,
-    /// Guards switched off in the crate's rules.
-    pub mutations: Mutations,
-    /// A change to the model's copy of the loop.
-    pub loop_mutation: Option<LoopMutation>,
     /// The first attempt's timeout counts from `send()` (as the loop did) instead
     /// of from the end of the write-ahead.
     pub first_attempt_from_send: bool,

@@ -2,7 +2,7 @@
 //! `gate::breaker::phases::step`) and the retry budget (other intents may have drained it:
 //! a choice of the model), and what other intents do to the breaker meanwhile.
 
-use reqwest_resilience::model_rules::{self, BreakerEvent, BreakerPhase};
+use super::rules::{self as model_rules, BreakerEvent, BreakerPhase};
 
 use super::config::ticks;
 use super::model::ClientModel;
@@ -60,13 +60,8 @@ impl ClientModel {
 
     fn breaker(&self, state: &mut State, event: BreakerEvent) -> Option<Result<(), ()>> {
         let rules = self.config.breaker?;
-        let (phase, verdict) = model_rules::breaker_step(
-            state.breaker,
-            event,
-            ticks(state.now),
-            rules,
-            self.config.mutations,
-        );
+        let (phase, verdict) =
+            model_rules::breaker_step(state.breaker, event, ticks(state.now), rules);
         state.breaker = phase;
         verdict.map(|verdict| verdict.map_err(|_| ()))
     }

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use reqwest_resilience::model_rules::{self, Verdict};
+use super::rules::{self as model_rules, Verdict};
 
 use super::answer::Answer;
 use super::config::{ticks, Config};
@@ -37,7 +37,7 @@ impl ClientModel {
         let mut verdicts = HashMap::new();
         for &kind in &config.kinds {
             for answer in config.answers.iter().copied().chain([Answer::TimedOut]) {
-                verdicts.insert((kind, answer), answer.classify(kind, config.mutations));
+                verdicts.insert((kind, answer), answer.classify(kind));
             }
         }
         ClientModel { config, verdicts }
@@ -72,7 +72,6 @@ impl ClientModel {
             Some(config.deadline()),
             ticks(timed_from),
             config.attempt_timeout(),
-            config.mutations,
         );
         if timeout == Some(Duration::ZERO) {
             return Err(());
@@ -95,12 +94,7 @@ impl ClientModel {
         if state.kind.post && !state.kind.keyed && ghost.may_have_applied {
             ghost.broke(Broken::UnkeyedPostRetried);
         }
-        let reuse = config.loop_mutation == Some(super::config::LoopMutation::ReuseRequestId);
-        let id = if reuse && state.sent > 0 {
-            state.sent - 1
-        } else {
-            state.sent
-        };
+        let id = state.sent;
         if ghost.request_ids & (1 << id) != 0 {
             ghost.broke(Broken::KeyOrRequestId);
         }

@@ -22,8 +22,6 @@ pub const UNKEYED_POST_NEVER_RETRIED: &str =
     "a POST without a key is never retried after it may have been processed";
 /// At most `max_copies` copies in flight, every copy counted toward `max_attempts`.
 pub const COPIES_WITHIN_CAPS: &str = "hedged copies within max_copies and max_attempts";
-/// Every hedge holds a grant of the hedge cap.
-pub const COPIES_WITHIN_BUDGET: &str = "never a hedge beyond the hedge cap";
 /// Refused by the write-ahead: nothing was sent, and nothing will be.
 pub const REFUSED_NOTHING_SENT: &str =
     "write-ahead refused, nothing was sent: never followed by a send";
@@ -61,9 +59,6 @@ pub fn of(model: &ClientModel) -> Vec<Property<ClientModel>> {
         }),
         Property::always(COPIES_WITHIN_CAPS, |_, s: &State| {
             !s.ghost.has_broken(Broken::CopiesOverCap)
-        }),
-        Property::always(COPIES_WITHIN_BUDGET, |_, s: &State| {
-            !s.ghost.has_broken(Broken::CopyOverBudget)
         }),
         Property::always(REFUSED_NOTHING_SENT, |_, s: &State| {
             !s.ghost.has_broken(Broken::SentAfterRefusal)

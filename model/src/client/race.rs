@@ -4,12 +4,12 @@
 
 use std::time::Duration;
 
-use reqwest_resilience::model_rules::{self, CopyFacts, CopyStep, Facts, NoCopy};
+use super::rules::{self as model_rules, CopyFacts, CopyStep, Facts, NoCopy};
 
 use super::answer::Answer;
-use super::config::{ticks, ticks_ceil, LoopMutation};
+use super::config::{ticks, ticks_ceil};
 use super::model::{ended, why, Choice, ClientModel};
-use super::state::{Broken, Cause, End, InFlight, Seen, State, Timer, Why};
+use super::state::{Cause, End, InFlight, Seen, State, Timer, Why};
 
 impl ClientModel {
     /// The first copy goes (admitted already), and the hedge delay starts.
@@ -72,7 +72,7 @@ impl ClientModel {
             min_attempt_window: config.min_attempt_window(),
         };
         // No backoff: a hedged intent sends the next copy at once.
-        let next = model_rules::after_attempt(facts, Duration::ZERO, config.mutations);
+        let next = model_rules::after_attempt(facts, Duration::ZERO);
         state.too_early_seen |= verdict.too_early;
         let step = model_rules::after_copy(next, !state.copies.is_empty());
         match step {
@@ -124,7 +124,7 @@ impl ClientModel {
     fn relaunch(&self, state: &mut State, budget_refuses: bool, held: bool) -> Option<End> {
         let alone = state.copies.is_empty();
         let facts = self.copy_facts(state, false);
-        if let Err(no) = model_rules::may_copy(facts, self.config.mutations) {
+        if let Err(no) = model_rules::may_copy(facts) {
             let reason = match no {
                 NoCopy::TooLate => Why::DeadlineExceeded,
                 _ => Why::AttemptsExhausted,
@@ -160,30 +160,23 @@ impl ClientModel {
     fn hedge(&self, state: &mut State, budget_refuses: bool) -> bool {
         let held = state.held_until.is_some_and(|until| state.now < until);
         let facts = self.copy_facts(state, held);
-        if model_rules::may_copy(facts, self.config.mutations).is_err() {
+        if model_rules::may_copy(facts).is_err() {
             return false;
         }
-        let uncapped = self.config.loop_mutation == Some(LoopMutation::HedgeWithoutCap);
-        let granted = state.cap_left > 0;
-        if !granted && !uncapped {
+        if state.cap_left == 0 {
             return false;
         }
-        if granted {
-            state.cap_left -= 1;
-        }
+        state.cap_left -= 1;
         if self
             .admit(state, Cause::Hedge, false, budget_refuses)
             .is_err()
         {
-            state.cap_left += u8::from(granted);
+            state.cap_left += 1;
             return false;
-        }
-        if !granted {
-            state.ghost.broke(Broken::CopyOverBudget);
         }
         if self.send(state, Cause::Hedge, state.now).is_err() {
             self.not_sent(state);
-            state.cap_left += u8::from(granted);
+            state.cap_left += 1;
             return false;
         }
         state.ghost.saw(Seen::HedgeFired);

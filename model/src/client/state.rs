@@ -1,7 +1,7 @@
 //! One intent's state between two await points of the loop, and the ghost facts the
 //! properties read (what was sent when, and what the server had asked for).
 
-use reqwest_resilience::model_rules::BreakerPhase;
+use super::rules::BreakerPhase;
 
 use super::intent::IntentKind;
 
@@ -172,8 +172,6 @@ pub enum Broken {
     UnkeyedPostRetried = 1 << 5,
     /// More copies in flight than `max_copies`, or more than `max_attempts`.
     CopiesOverCap = 1 << 6,
-    /// A hedge the cap did not grant.
-    CopyOverBudget = 1 << 7,
     /// A send after the write-ahead refused.
     SentAfterRefusal = 1 << 8,
     /// An attempt admitted while the circuit was open, or a hedge while not closed.

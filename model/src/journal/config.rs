@@ -1,9 +1,9 @@
 //! What one check covers: the clients, workers and keys, the bounds, and the
-//! guard switched off (a mutation) if any.
+//! mutation of one of the model's copies of a SQL rule, if any.
 
 use std::time::Duration;
 
-use reqwest_resilience_journal::model_rules::{self, Guards};
+use super::rules as model_rules;
 
 /// A mutation of one of the model's *copies* of a rule that is SQL in the crate
 /// (no crate function exists to switch): only to show that the property
@@ -37,8 +37,6 @@ pub struct Config {
     pub max_runs: i64,
     /// Runs that did nothing at the server (given back), per key, at most.
     pub max_not_performed: u8,
-    /// The guards of the crate's rules (all, or all but one).
-    pub guards: Guards,
     /// A mutation of a copied rule, if any.
     pub copy_mutation: Option<CopyMutation>,
     /// The intents' deadline.
@@ -64,7 +62,6 @@ impl Config {
             max_expiries: 2,
             max_runs: 3,
             max_not_performed: 1,
-            guards: Guards::ALL,
             copy_mutation: None,
             deadline: Duration::from_secs(600),
             resume_lease: Duration::from_secs(300),
@@ -84,7 +81,6 @@ impl Config {
             self.max_runs,
             self.lease_margin,
             self.resume_lease,
-            self.guards,
         );
         plan.is_ok_and(|deadline| deadline > self.resume_lease)
     }

@@ -1,7 +1,7 @@
 //! The transitions: what each action does to the state, calling the crate's
-//! rules through `model_rules` and the store's copied rules in `store`.
+//! rules through [`super::rules`] and the store's copied rules in `store`.
 
-use reqwest_resilience_journal::model_rules::{self, JoinStep, Verdict};
+use super::rules::{self as model_rules, JoinStep, Verdict};
 use reqwest_resilience_journal::Outcome;
 
 use super::action::{Action, CommitEnd};
@@ -202,7 +202,7 @@ impl JournalModel {
                     _ => "aborted",
                 };
                 let status = answered.then_some(status);
-                s.clients[ci] = match model_rules::commit_verdict(status, self.config.guards) {
+                s.clients[ci] = match model_rules::commit_verdict(status) {
                     Verdict::Committed => Client::Ready(Some(1)),
                     Verdict::Aborted => {
                         s.history.told_nothing_sent |= 1 << c;
@@ -213,12 +213,7 @@ impl JournalModel {
             }
             (Client::Joining, Action::JoinLook(_)) => {
                 let row = s.rows[slot].filter(|r| r.visibility == Visibility::Committed)?;
-                s.clients[ci] = match model_rules::join_step(
-                    true,
-                    row.state.journal(),
-                    false,
-                    self.config.guards,
-                ) {
+                s.clients[ci] = match model_rules::join_step(true, row.state.journal(), false) {
                     JoinStep::Refuse => Client::Done(End::KeyInUse),
                     JoinStep::SendUnjournaled => {
                         Self::seen(s, Seen::SentUnjournaled);
@@ -236,12 +231,8 @@ impl JournalModel {
                     }
                     s.rows[slot] = Some(taken);
                     s.clients[ci] = Client::Ready(Some(taken.fence));
-                } else if model_rules::join_step(
-                    true,
-                    row.state.journal(),
-                    false,
-                    self.config.guards,
-                ) == JoinStep::TakeOverOrWait
+                } else if model_rules::join_step(true, row.state.journal(), false)
+                    == JoinStep::TakeOverOrWait
                 {
                     // It would poll and see the same: a stutter, left out so the
                     // wait is a state without this step, not a cycle.
@@ -362,7 +353,6 @@ impl JournalModel {
                     self.config.max_runs,
                     self.config.lease_margin,
                     self.config.resume_lease,
-                    self.config.guards,
                 );
                 run.at = match plan {
                     Ok(_) => RunAt::Ready,
@@ -444,7 +434,7 @@ impl JournalModel {
                 let first = !row.acked;
                 row.acked = true;
                 let state = row.state.journal();
-                if model_rules::settle(first, Some(state), self.config.guards) == Ok(true) {
+                if model_rules::settle(first, Some(state)) == Ok(true) {
                     s.history.applied[usize::from(k)] += 1;
                 }
                 s.workers[usize::from(w)].caught_up |= bit;

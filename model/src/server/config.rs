@@ -1,7 +1,5 @@
 //! What one check covers: the mode, the clients' intents, the workers and the bounds.
 
-use tower_idempotency::model_rules::Guards;
-
 /// Which path a request takes through the crate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Mode {
@@ -73,8 +71,6 @@ pub struct Config {
     pub max_retention_expiries: u8,
     /// Whether a client may reuse its key once with the other payload.
     pub key_reuse: bool,
-    /// The crate's guards: all on, except in a mutation test.
-    pub guards: Guards,
     /// Whether generations are renumbered densely after each step (the search's
     /// canonical form); off, a claim's generation stays as it was made, which lets a
     /// replay follow each token through a path.
@@ -94,7 +90,6 @@ impl Config {
             max_lease_expiries: 2,
             max_retention_expiries: 2,
             key_reuse: true,
-            guards: Guards::ALL,
             canonical_generations: true,
         }
     }

@@ -25,10 +25,9 @@ impl ServerModel {
             .clients
             .iter()
             .map(|intent| {
-                let id = tower_idempotency::model_rules::scope_id(
+                let id = rules::scope_id(
                     PRINCIPALS[usize::from(intent.principal)],
                     KEYS[usize::from(intent.key)],
-                    config.guards,
                 );
                 let index = ids
                     .iter()
@@ -93,14 +92,13 @@ impl ServerModel {
 
     /// Takes `step` for the request `run` of client `c`.
     fn step(&self, state: &mut State, c: usize, run: usize, step: Step) {
-        let guards = self.config.guards;
         let client = &state.clients[c];
         let (scope, principal) = (usize::from(client.scope), client.intent.principal);
         let Run { phase, payload, .. } = client.runs[run];
         let origin = Origin { principal, payload };
         let record = state.records[scope];
         let next = match (step, phase) {
-            (Step::Claim, _) => match rules::claim(record.as_ref(), guards) {
+            (Step::Claim, _) => match rules::claim(record.as_ref()) {
                 Some(reclaimed) => {
                     let generation = state.fresh_generation();
                     state.records[scope] = Some(Record {
@@ -114,7 +112,7 @@ impl ServerModel {
                         reclaimed,
                     })
                 }
-                None => Err(rules::answer(&taken(record), payload, guards)),
+                None => Err(rules::answer(&taken(record), payload)),
             },
             (Step::StartHandler, Phase::Claimed { generation, .. }) => {
                 Ok(Phase::Running { generation })
@@ -125,7 +123,7 @@ impl ServerModel {
             }
             (Step::FailHandler, Phase::Running { generation }) => Ok(Phase::Failed { generation }),
             (Step::Complete, Phase::Effected { generation }) => {
-                if rules::holds(record.as_ref(), generation, guards) {
+                if rules::holds(record.as_ref(), generation) {
                     state.records[scope] = Some(Record {
                         response: Some(origin),
                         expired: false,
@@ -136,23 +134,23 @@ impl ServerModel {
                 Err(Reply::Executed(origin))
             }
             (Step::Release, Phase::Failed { generation }) => {
-                if rules::holds(record.as_ref(), generation, guards) {
+                if rules::holds(record.as_ref(), generation) {
                     state.records[scope] = None;
                 }
                 Err(Reply::HandlerFailed)
             }
             // The reader's filter (`expires_at > now`), copied from its SQL.
             (Step::ReadCommitted, _) => match record.filter(|r| !r.expired) {
-                Some(live) => Err(rules::answer(&live, payload, guards)),
+                Some(live) => Err(rules::answer(&live, payload)),
                 None => Ok(Phase::ToWriter),
             },
-            (Step::ClaimInTx, _) => match rules::claim(record.as_ref(), guards) {
+            (Step::ClaimInTx, _) => match rules::claim(record.as_ref()) {
                 // The row is written but not committed: nobody else reads it.
                 Some(_) => Ok(Phase::InTx),
-                None => Err(rules::answer(&taken(record), payload, guards)),
+                None => Err(rules::answer(&taken(record), payload)),
             },
             (Step::LockTimeout, _) => match self.config.mode {
-                Mode::Strong(Db::Postgres) => Err(rules::answer_uncommitted(payload, guards)),
+                Mode::Strong(Db::Postgres) => Err(rules::answer_uncommitted(payload)),
                 _ => Err(Reply::Unavailable),
             },
             (Step::EffectInTx, Phase::InTx) => Ok(Phase::TxEffected),

@@ -8,7 +8,6 @@ use std::time::SystemTime;
 
 use super::rules::{claim_rule, token_holds, Found, Seen};
 use super::{Claim, ClaimRequest, ClaimToken, Store, StoreFuture};
-use crate::decision::Guards;
 use crate::fingerprint::Fingerprint;
 use crate::record::{Completion, Existing, ExistingState};
 use crate::scope::ScopeId;
@@ -61,7 +60,7 @@ impl MemoryStore {
             expires_at: r.expires_at,
             completed: r.completion.is_some(),
         });
-        let found = claim_rule(seen, request.now, Guards::ALL);
+        let found = claim_rule(seen, request.now);
         if let (Found::Taken, Some(record)) = (found, previous) {
             let state = match &record.completion {
                 Some(done) => ExistingState::Completed(done.clone()),
@@ -102,7 +101,6 @@ impl MemoryStore {
             token_holds(
                 Some((r.generation, r.completion.is_some())),
                 token.generation,
-                Guards::ALL,
             )
         })
     }

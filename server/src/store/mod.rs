@@ -14,6 +14,11 @@ mod columns;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg_attr(not(feature = "unstable-model-rules"), allow(unreachable_pub))]
+#[cfg_attr(
+    feature = "unstable-model-rules",
+    allow(missing_docs, missing_debug_implementations)
+)]
 pub(crate) mod rules;
 #[cfg(feature = "sqlite")]
 mod sqlite;

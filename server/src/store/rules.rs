@@ -7,20 +7,18 @@
 
 use std::time::SystemTime;
 
-use crate::decision::{Guard, Guards};
-
 /// A key's record as a claim finds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Seen {
+pub struct Seen {
     /// The end of its lease (in progress) or of its retention (finished).
-    pub(crate) expires_at: SystemTime,
+    pub expires_at: SystemTime,
     /// Whether its holder finished.
-    pub(crate) completed: bool,
+    pub completed: bool,
 }
 
 /// What a claim does with a key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Found {
+pub enum Found {
     /// The key is free: the claim takes it, taking it over if a lease lapsed.
     Free {
         /// A holder's lease lapsed before it finished.
@@ -32,9 +30,9 @@ pub(crate) enum Found {
 
 /// A record is kept until it expires (`expires_at <= now` is expired); an expired
 /// record that never finished is taken over.
-pub(crate) fn claim_rule(previous: Option<Seen>, now: SystemTime, guards: Guards) -> Found {
+pub fn claim_rule(previous: Option<Seen>, now: SystemTime) -> Found {
     match previous {
-        Some(seen) if seen.expires_at > now && guards.holds(Guard::LiveRecordKept) => Found::Taken,
+        Some(seen) if seen.expires_at > now => Found::Taken,
         previous => Found::Free {
             reclaimed: previous.is_some_and(|seen| !seen.completed),
         },
@@ -44,14 +42,8 @@ pub(crate) fn claim_rule(previous: Option<Seen>, now: SystemTime, guards: Guards
 /// Whether the holder of `token_generation` still holds a key whose record is
 /// `(generation, completed)`: the record is its own claim and has not finished. A
 /// holder whose lease lapsed and was taken over is fenced out.
-pub(crate) fn token_holds(
-    record: Option<(u64, bool)>,
-    token_generation: u64,
-    guards: Guards,
-) -> bool {
-    record.is_some_and(|(generation, completed)| {
-        !completed && (generation == token_generation || !guards.holds(Guard::GenerationFenced))
-    })
+pub fn token_holds(record: Option<(u64, bool)>, token_generation: u64) -> bool {
+    record.is_some_and(|(generation, completed)| !completed && generation == token_generation)
 }
 
 #[cfg(test)]
@@ -78,7 +70,7 @@ mod tests {
             ("finished, retention ended", seen(now, true), Found::Free { reclaimed: false }),
         ];
         for (name, previous, want) in rows {
-            assert_eq!(claim_rule(previous, now, Guards::ALL), want, "{name}");
+            assert_eq!(claim_rule(previous, now), want, "{name}");
         }
     }
 
@@ -92,7 +84,7 @@ mod tests {
             ("released or pruned", None, 7, false),
         ];
         for (name, record, token, want) in rows {
-            assert_eq!(token_holds(record, token, Guards::ALL), want, "{name}");
+            assert_eq!(token_holds(record, token), want, "{name}");
         }
     }
 }

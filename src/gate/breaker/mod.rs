@@ -12,13 +12,13 @@ use crate::gate::ratio::Millionths;
 use crate::gate::settings::gate_settings;
 use crate::gate::window::Epochs;
 
-mod phases;
+#[cfg_attr(not(feature = "unstable-model-rules"), allow(unreachable_pub))]
+#[cfg_attr(
+    feature = "unstable-model-rules",
+    allow(missing_docs, missing_debug_implementations)
+)]
+pub(crate) mod phases;
 mod trip;
-// The phases' pure rule, for the model checker only (see `model_rules`).
-#[cfg(feature = "unstable-model-rules")]
-pub(crate) use phases::{
-    step_guarded, Event as PhaseEvent, Guard, Phase as CircuitPhase, Rules as PhaseRules,
-};
 
 use phases::{Event, Phase, Rules};
 use trip::{Tally, TripRule};

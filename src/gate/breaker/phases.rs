@@ -9,7 +9,7 @@ use super::CircuitState;
 
 /// Where a circuit stands, with what each phase needs to remember.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Phase {
+pub enum Phase {
     #[default]
     Closed,
     Open {
@@ -36,7 +36,7 @@ impl Phase {
 
 /// What happened to the circuit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Event {
+pub enum Event {
     /// An attempt asks to go out.
     Admit,
     /// A hedge asks to go out: admitted only while closed, so that a half-open
@@ -54,48 +54,26 @@ pub(crate) enum Event {
 
 /// The settings the phases follow.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Rules {
-    pub(crate) break_duration: Duration,
-    pub(crate) probes: u32,
+pub struct Rules {
+    pub break_duration: Duration,
+    pub probes: u32,
     /// How long a probe holds its slot without an answer.
-    pub(crate) probe_lease: Duration,
+    pub probe_lease: Duration,
 }
 
 /// The result of one event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Step {
-    pub(crate) phase: Phase,
+pub struct Step {
+    pub phase: Phase,
     /// For `Admit`: go, or wait this long. `None` for the other events.
-    pub(crate) verdict: Option<Result<(), Duration>>,
+    pub verdict: Option<Result<(), Duration>>,
     /// The state before and after, when it changed. A change into `Closed` or
     /// `Open` starts an empty window.
     pub(crate) change: Option<(CircuitState, CircuitState)>,
 }
 
 /// The phase after `event` at `now`.
-pub(crate) fn step(phase: Phase, event: Event, now: Instant, rules: Rules) -> Step {
-    step_guarded(phase, event, now, rules, |_| true)
-}
-
-/// A guard of [`step`] that the model checker's mutation tests switch off, to show
-/// that a property depends on it (see `model_rules`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Guard {
-    /// An open circuit refuses every attempt until its break is over.
-    OpenRefuses,
-    /// A hedge goes only while the circuit is closed.
-    HedgeOnlyWhenClosed,
-}
-
-/// [`step`] with each guard kept only where `holds` says so: the crate always
-/// passes `|_| true`, which the compiler folds away.
-pub(crate) fn step_guarded(
-    phase: Phase,
-    event: Event,
-    now: Instant,
-    rules: Rules,
-    holds: impl Fn(Guard) -> bool,
-) -> Step {
+pub fn step(phase: Phase, event: Event, now: Instant, rules: Rules) -> Step {
     let open = Phase::Open {
         until: now + rules.break_duration,
     };
@@ -115,16 +93,12 @@ pub(crate) fn step_guarded(
         (Phase::Closed, Event::Stalled) => to(open, None),
         (Phase::Closed, _) => stay(None),
 
-        (Phase::Open { until }, Event::Admit | Event::AdmitHedge)
-            if now < until && holds(Guard::OpenRefuses) =>
-        {
+        (Phase::Open { until }, Event::Admit | Event::AdmitHedge) if now < until => {
             stay(Some(Err(until - now)))
         }
         // The break is over, but the next attempt to go is the probe: never a hedge.
-        (Phase::Open { .. }, Event::AdmitHedge) if holds(Guard::HedgeOnlyWhenClosed) => {
-            stay(Some(Err(Duration::ZERO)))
-        }
-        (Phase::Open { .. }, Event::Admit | Event::AdmitHedge) => {
+        (Phase::Open { .. }, Event::AdmitHedge) => stay(Some(Err(Duration::ZERO))),
+        (Phase::Open { .. }, Event::Admit) => {
             let half_open = Phase::HalfOpen {
                 out: 1,
                 lease_until: now + rules.probe_lease,
@@ -134,12 +108,10 @@ pub(crate) fn step_guarded(
         // A late outcome of an attempt admitted before the circuit opened.
         (Phase::Open { .. }, _) => stay(None),
 
-        (Phase::HalfOpen { lease_until, .. }, Event::AdmitHedge)
-            if holds(Guard::HedgeOnlyWhenClosed) =>
-        {
+        (Phase::HalfOpen { lease_until, .. }, Event::AdmitHedge) => {
             stay(Some(Err(lease_until.saturating_duration_since(now))))
         }
-        (Phase::HalfOpen { out, lease_until }, Event::Admit | Event::AdmitHedge) => {
+        (Phase::HalfOpen { out, lease_until }, Event::Admit) => {
             let (out, lease_until) = if now >= lease_until {
                 (0, now + rules.probe_lease) // the probes' leases ran out
             } else {
