@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Summarises the committed cargo-mutants results in docs/mutants.md.
 
-Reads every run under docs/mutants/results/<crate>/<label>/ (the outcome lists
+Lists the mutants of the tree as it is now (`cargo mutants --list`) and reads every run under docs/mutants/results/<crate>/<label>/ (the outcome lists
 scripts/mutants.sh copies there, and `when.txt`, the run's UTC start) and the
 equivalent mutants of docs/mutants-equivalent.txt. A mutant run more than once (a
 survivor run again after its kill-test) counts with its latest outcome. Rewrites the
@@ -12,6 +12,7 @@ the document's last lines.
 
 import pathlib
 import re
+import subprocess
 import sys
 import tomllib
 
@@ -49,6 +50,14 @@ def latest_outcomes():
     return outcome
 
 
+def current_mutants():
+    """The mutants of the tree as it is now (a result from before a line moved or
+    changed no longer counts: its mutant is new and waits for a run)."""
+    listing = subprocess.run(["cargo", "mutants", "--list", "--workspace"], cwd=ROOT,
+                             check=True, capture_output=True, text=True).stdout
+    return {line.strip() for line in listing.splitlines() if NAME.match(line.strip())}
+
+
 def equivalents():
     names = []
     for line in EQUIVALENT.read_text(encoding="utf-8").splitlines():
@@ -60,20 +69,19 @@ def equivalents():
 def main():
     with open(ROOT / ".cargo" / "mutants.toml", "rb") as f:
         files = tomllib.load(f)["examine_globs"]
+    current = current_mutants()
     outcome = latest_outcomes()
-    equivalent = equivalents()
-    counts = {path: dict.fromkeys(OUTCOMES + ("equivalent",), 0) for path in files}
-    for name, kind in outcome.items():
+    equivalent = set(equivalents()) & current
+    counts = {path: dict.fromkeys(OUTCOMES + ("equivalent", "not run"), 0) for path in files}
+    for name in current:
         match = NAME.match(name)
-        if match and match["file"] in counts:
-            counts[match["file"]][kind] += 1
-    for name in equivalent:
-        match = NAME.match(name)
-        if match and match["file"] in counts:
-            counts[match["file"]]["equivalent"] += 1
+        if not match or match["file"] not in counts:
+            continue
+        kind = "equivalent" if name in equivalent else outcome.get(name, "not run")
+        counts[match["file"]][kind] += 1
 
-    rows = ["| file | caught | missed | timeout | unviable | equivalent | score |",
-            "|---|---:|---:|---:|---:|---:|---:|"]
+    rows = ["| file | caught | missed | timeout | unviable | equivalent | not run | score |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|"]
     totals = {crate: dict.fromkeys(("viable", "caught", "missed", "equivalent"), 0)
               for crate in CRATES}
     not_run = []
@@ -86,14 +94,16 @@ def main():
         judged = c["caught"] + c["missed"] + c["timeout"]
         score = f"{100 * c['caught'] / judged:.1f} %" if judged else "–"
         rows.append(f"| `{path}` | {c['caught']} | {c['missed']} | {c['timeout']} | "
-                    f"{c['unviable']} | {c['equivalent']} | {score} |")
+                    f"{c['unviable']} | {c['equivalent']} | {c['not run']} | {score} |")
         t = totals[crate_of(path)]
         t["viable"] += judged + c["equivalent"]
         t["caught"] += c["caught"]
         t["missed"] += c["missed"] + c["timeout"]
         t["equivalent"] += c["equivalent"]
 
-    lines = ["<!-- results -->", "", *rows, ""]
+    lines = ["<!-- results -->", "",
+             "Each mutant of the tree as it is now, with its latest outcome (score: caught",
+             "of caught, missed and timed out):", "", *rows, ""]
     if not_run:
         lines += ["Not run yet: " + ", ".join(f"`{p}`" for p in not_run) + ".", ""]
     lines += ["Per crate, over the files run so far (viable = caught + missed + timeouts +",

@@ -18,8 +18,9 @@
 #       the rule files; exits at once when no rule file changed. Fails on a missed or
 #       timed-out mutant.
 #
-# Environment: MUTANTS_TARGET_DIR (default target/mutants: its own build directory, so
-# a run never waits for the checkout's cargo lock, and stays warm between runs),
+# Environment: MUTANTS_TARGET_DIR (default target/mutants: build directories of their
+# own, one per crate, so a run never waits for the checkout's cargo lock and stays warm
+# between runs),
 # MUTANTS_CARGO_JOBS (default 2), MUTANTS_TIMEOUT / MUTANTS_BUILD_TIMEOUT (seconds per
 # mutant's tests / build). Everything runs under `nice -n 10`.
 #
@@ -114,7 +115,7 @@ EOF
 )
 
 export CARGO_PROFILE_DEV_DEBUG=line-tables-only
-export CARGO_TARGET_DIR=${MUTANTS_TARGET_DIR:-$root/target/mutants}
+targets=${MUTANTS_TARGET_DIR:-$root/target/mutants}
 export CARGO_BUILD_JOBS=${MUTANTS_CARGO_JOBS:-2}
 
 # One crate's mutants (the files given, or all its rule files), tested by its own
@@ -124,7 +125,9 @@ mutants() {
   shift
   local package
   package=$(package_of "$crate")
-  nice -n 10 cargo mutants --package "$package" \
+  # One build directory per crate: each crate's feature set builds the dependencies
+  # its own way, and two crates' runs can go side by side without a shared lock.
+  CARGO_TARGET_DIR="$targets/$crate" nice -n 10 cargo mutants --package "$package" \
     --test-package "$package" --test-package reqwest-resilience-model \
     --jobs "$jobs" --baseline skip \
     --timeout "${MUTANTS_TIMEOUT:-600}" --build-timeout "${MUTANTS_BUILD_TIMEOUT:-1200}" \
@@ -157,7 +160,7 @@ case "$mode" in
     status=0
     for c in $(git diff --name-only "$base" -- "${rules[@]}" | while read -r p; do crate_of_path "$p"; done | sort -u); do
       echo "-- mutants of the changed lines in the $c crate"
-      mutants "$c" --in-diff "$diff_file" --output "$CARGO_TARGET_DIR/in-diff-$c" || status=$?
+      mutants "$c" --in-diff "$diff_file" --output "$targets/out/in-diff-$c" || status=$?
     done
     exit "$status"
     ;;
@@ -180,7 +183,7 @@ case "$mode" in
       args+=(--shard "$shard")
       label="$label-shard-${shard/\//-of-}"
     fi
-    out="$CARGO_TARGET_DIR/out/$crate-$label"
+    out="$targets/out/$crate-$label"
     mkdir -p "$out"
     started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
     status=0
