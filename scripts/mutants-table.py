@@ -106,7 +106,8 @@ def main():
              "of caught, missed and timed out):", "", *rows, ""]
     if not_run:
         lines += ["Not run yet: " + ", ".join(f"`{p}`" for p in not_run) + ".", ""]
-    lines += ["Per crate, over the files run so far (viable = caught + missed + timeouts +",
+    lines += ["Per crate, over the mutants run so far, not the whole set (the table's \"not run\"",
+              "and the files not run yet are the rest; viable = caught + missed + timeouts +",
               "equivalent; a timeout counts as missed here):", ""]
     for crate, package in CRATES.items():
         t = totals[crate]
