@@ -205,6 +205,14 @@ mod tests {
         assert_eq!(Backoff::none().max_delay(), Duration::ZERO);
     }
 
+    #[test]
+    fn the_largest_delay_is_the_cap_or_the_constant() {
+        let (base, cap) = (100 * MS, 2000 * MS);
+        assert_eq!(Backoff::full_jitter(base, cap).max_delay(), cap);
+        assert_eq!(Backoff::decorrelated_jitter(base, cap).max_delay(), cap);
+        assert_eq!(Backoff::constant(5 * MS).max_delay(), 5 * MS);
+    }
+
     proptest! {
         #[test]
         fn full_jitter_stays_within_zero_and_cap(

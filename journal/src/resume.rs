@@ -568,4 +568,44 @@ mod tests {
         assert_eq!(pause_after(&report(0, None), interval), interval);
         assert_eq!(pause_after(&ResumeReport::default(), interval), interval);
     }
+
+    /// The run plan at each of its edges: the last allowed run and the one after
+    /// it, the retention's shortest worthwhile rest and just under it, and the
+    /// part of the lease kept free (the margin, or half the lease when the margin
+    /// is longer) so that the run ends before anybody else may claim the intent.
+    #[test]
+    fn a_run_keeps_within_its_runs_its_retention_and_its_lease_less_the_margin() {
+        let s = Duration::from_secs;
+        let ms = Duration::from_millis;
+        let facts = |runs, deadline, retention_left, lease_left| RunFacts {
+            runs,
+            deadline,
+            retention_left,
+            lease_left,
+        };
+        let abandoned = None;
+        #[rustfmt::skip]
+        let rows = [
+            // (what, facts, max runs, lease margin, resume lease, the run's deadline)
+            ("first run", facts(1, Some(s(5)), s(3600), s(60)), 3, s(5), s(60), Some(s(5))),
+            ("the last allowed run", facts(3, Some(s(5)), s(3600), s(60)), 3, s(5), s(60), Some(s(5))),
+            ("one run too many", facts(4, Some(s(5)), s(3600), s(60)), 3, s(5), s(60), abandoned),
+            ("the retention's shortest worthwhile rest", facts(1, None, MIN_RUN, s(60)), 3, s(5), s(60), Some(MIN_RUN)),
+            ("just under it", facts(1, None, MIN_RUN - ms(1), s(60)), 3, s(5), s(60), abandoned),
+            ("cut to the retention", facts(1, Some(s(5)), s(2), s(60)), 3, s(5), s(60), Some(s(2))),
+            ("no deadline: the lease less the margin", facts(1, None, s(3600), s(60)), 3, s(5), s(60), Some(s(55))),
+            ("a margin longer than half the lease keeps half free", facts(1, None, s(3600), s(20)), 3, s(30), s(20), Some(s(10))),
+            ("a lease already spent: the shortest run", facts(1, Some(s(5)), s(3600), s(3)), 3, s(5), s(60), Some(MIN_RUN)),
+        ];
+        for (what, facts, max_runs, margin, lease, want) in rows {
+            let plan = plan_run(&facts, max_runs, margin, lease);
+            match want {
+                Some(deadline) => assert_eq!(plan.ok(), Some(deadline), "{what}"),
+                None => assert!(
+                    matches!(plan, Err(Outcome::Abandoned { .. })),
+                    "{what}: {plan:?}"
+                ),
+            }
+        }
+    }
 }

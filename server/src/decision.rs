@@ -276,4 +276,28 @@ mod tests {
             assert_eq!(body_plan(lower, upper, 100), want, "{name}");
         }
     }
+
+    /// A claim whose start cannot be read may have begun just now or a typical run
+    /// ago: its duplicates poll at the shortest pace whatever the typical run, or a
+    /// slow handler's history would send them away for a whole run.
+    #[test]
+    fn an_uncommitted_claim_is_polled_at_the_shortest_pace_whatever_the_typical_run() {
+        let now = SystemTime::UNIX_EPOCH + 1000 * S;
+        let existing = Existing {
+            fingerprint: fp(1),
+            state: ExistingState::Uncommitted,
+        };
+        for (typical, extra_second, want) in [(20 * S, false, S), (20 * S, true, 2 * S)] {
+            let pace = InProgressPace {
+                typical_run: Some(typical),
+                extra_second,
+                ..pace()
+            };
+            assert_eq!(
+                answer_existing(&existing, &fp(1), now, pace),
+                Answer::Refuse(Refusal::new(RefusalKind::InProgress, Some(want))),
+                "typical run {typical:?}, spread {extra_second}"
+            );
+        }
+    }
 }

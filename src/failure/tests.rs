@@ -224,3 +224,24 @@ async fn https_without_a_tls_backend_is_named_and_permanent() {
     let error = client.get("https://127.0.0.1:9/").send().await.unwrap_err();
     assert_eq!(TransportFailure::of(&error), TransportFailure::NoTlsBackend);
 }
+
+/// `is_certificate` is what an application branches on to say "fix the server's
+/// certificate or trust its root": exactly the four certificate problems answer true
+/// (the checks above that filter on it would hold vacuously for none).
+#[test]
+fn the_certificate_kinds_are_the_four_certificate_problems() {
+    let certificate: Vec<TransportFailure> = TransportFailure::ALL
+        .iter()
+        .copied()
+        .filter(|kind| kind.is_certificate())
+        .collect();
+    assert_eq!(
+        certificate,
+        [
+            TransportFailure::UntrustedCertificate,
+            TransportFailure::ExpiredCertificate,
+            TransportFailure::CertificateHostMismatch,
+            TransportFailure::InvalidCertificate,
+        ]
+    );
+}
