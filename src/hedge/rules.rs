@@ -255,8 +255,9 @@ mod tests {
             held: false,
         };
         #[rustfmt::skip]
-        let rows: [(&str, HedgeFacts, Result<(), NoHedge>); 7] = [
+        let rows: [(&str, HedgeFacts, Result<(), NoHedge>); 8] = [
             ("one copy out, room for another", ok, Ok(())),
+            ("just the least time for a copy", HedgeFacts { remaining: Some(100 * MS), ..ok }, Ok(())),
             ("no deadline",                    HedgeFacts { remaining: None, ..ok }, Ok(())),
             ("copies in flight at the most",   HedgeFacts { in_flight: 2, ..ok }, Err(NoHedge::CopiesInFlight)),
             ("every copy counts as an attempt", HedgeFacts { sent: 3, ..ok }, Err(NoHedge::AttemptsUsed)),
