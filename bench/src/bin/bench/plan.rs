@@ -105,7 +105,7 @@ impl Plan {
                 p12_idle_intents: 500,
                 p12_load: Duration::from_secs(5),
                 p12_backlog: 3_000,
-                p13_runs: 2,
+                p13_runs: 3,
                 p13_rounds: 3,
                 p13_intents: 10_000,
                 p13_warmup: 3_000,
