@@ -17,7 +17,7 @@ use http::Method;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use reqwest_resilience::reqwest::dns::{Addrs, Name, Resolve, Resolving};
-use reqwest_resilience::time::{Clock, RecordingSleeper, VirtualClock};
+use reqwest_resilience::time::{Clock, RecordingSleeper, Sleep, Sleeper, VirtualClock};
 use reqwest_resilience::{
     Backoff, BoxError, Gate, GateRefusal, GateScope, Hedging, IntentEnd, IntentStart,
     ResilientClient, RetryBudget, RetryPolicy, WriteAhead, WriteAheadFuture,
@@ -33,6 +33,9 @@ const SCENARIOS: u64 = 240;
 const HANG: Duration = Duration::from_millis(400);
 /// The attempt timeout of every scenario (real time: a hang costs this much).
 const ATTEMPT_TIMEOUT: Duration = Duration::from_millis(60);
+/// The longest the held race's server and sleeper wait for the other side (real
+/// time), and that race's attempt timeout.
+const HELD_RACE_CAP: Duration = Duration::from_millis(500);
 
 /// One scenario: the intent and what the server does with each request in turn
 /// (a 200 once the script is used up).
@@ -67,13 +70,28 @@ fn scenario(seed: u64) -> Scenario {
     let write_ahead = (keyed && rng.random_bool(0.3)).then(|| rng.random_bool(0.3));
     let gate_refuses = (!hedged && rng.random_bool(0.2)).then(|| rng.random_range(1..=3));
     let budget_reserve = (!hedged && rng.random_bool(0.25)).then(|| rng.random_range(0..=1));
+    let held_race = hedged && rng.random_bool(0.5);
     let intent = Intent {
         method,
         keyed,
-        // Every copy is an attempt: the crate refuses hedging with one.
-        max_attempts: rng.random_range(if hedged { 2 } else { 1 }..=4),
-        deadline: Duration::from_secs(rng.random_range(2..=8)),
+        // Every copy is an attempt: the crate refuses hedging with one. The held
+        // race needs a third copy, and time for it after a 2 s Retry-After.
+        max_attempts: rng.random_range(
+            if held_race {
+                3
+            } else if hedged {
+                2
+            } else {
+                1
+            }..=4,
+        ),
+        deadline: Duration::from_secs(if held_race {
+            6
+        } else {
+            rng.random_range(2..=8)
+        }),
         hedged,
+        held_race,
         refuse_connects,
         write_ahead,
         gate_refuses,
@@ -107,6 +125,16 @@ fn scenario(seed: u64) -> Scenario {
             },
         })
         .collect();
+    let script = match held_race {
+        false => script,
+        true => vec![
+            Act::Status {
+                status: 503,
+                retry_after: Some(rng.random_range(1..=2)),
+            },
+            Act::Drop,
+        ],
+    };
     Scenario { intent, script }
 }
 
@@ -114,12 +142,26 @@ fn scenario(seed: u64) -> Scenario {
 /// stamps arrivals with.
 struct Server {
     script: Vec<Act>,
+    /// The scenario is a held race (`Intent::held_race`).
+    held_race: bool,
+    /// Pauses of a second or more the client started (the held race's sleeper).
+    holds_started: AtomicU32,
+    /// Requests the server dropped.
+    dropped: AtomicU32,
     received: Mutex<Vec<Received>>,
     clock: VirtualClock,
     started: Instant,
 }
 
 impl Server {
+    /// Waits (in real time, at most `HELD_RACE_CAP`) until `done`.
+    async fn until(&self, done: impl Fn() -> bool) {
+        let started = Instant::now();
+        while !done() && started.elapsed() < HELD_RACE_CAP {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
     fn since_start(&self) -> Duration {
         self.clock.now().saturating_duration_since(self.started)
     }
@@ -150,8 +192,26 @@ impl Server {
             });
             (index, act)
         };
+        if self.held_race {
+            // The first copy's answer waits for the hedge; the hedge's failure for
+            // the client to start waiting out that answer's Retry-After.
+            match index {
+                0 => {
+                    self.until(|| self.received.lock().unwrap().len() >= 2)
+                        .await
+                }
+                1 => {
+                    self.until(|| self.holds_started.load(Ordering::SeqCst) > 0)
+                        .await
+                }
+                _ => {}
+            }
+        }
         let (status, retry_after) = match act {
-            Act::Drop => return,
+            Act::Drop => {
+                self.dropped.fetch_add(1, Ordering::SeqCst);
+                return;
+            }
             Act::Hang => {
                 tokio::time::sleep(HANG).await;
                 (200, None)
@@ -203,6 +263,35 @@ async fn read_request(stream: &mut TcpStream) -> Option<String> {
         buf.extend_from_slice(&chunk[..n]);
     }
     Some(head)
+}
+
+/// The held race's sleeper: a pause of a second or more (a `Retry-After` hold)
+/// tells the server it started, lasts until the server dropped the hedge (and the
+/// client had a moment to read that), and only then moves the clock on; shorter
+/// pauses (the hedge delay) move it at once. So a copy sent during the hold is
+/// stamped before the hold's end.
+struct HoldSleeper {
+    clock: VirtualClock,
+    server: Arc<Server>,
+}
+
+impl Sleeper for HoldSleeper {
+    fn sleep(&self, duration: Duration) -> Sleep {
+        let clock = self.clock.clone();
+        if duration < Duration::from_secs(1) {
+            clock.advance(duration);
+            return Box::pin(async {});
+        }
+        self.server.holds_started.fetch_add(1, Ordering::SeqCst);
+        let server = self.server.clone();
+        Box::pin(async move {
+            server
+                .until(|| server.dropped.load(Ordering::SeqCst) > 0)
+                .await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            clock.advance(duration);
+        })
+    }
 }
 
 /// Resolves the scenario's host name: to a closed port for the first
@@ -285,7 +374,7 @@ impl Gate for Refuses {
 /// Runs `scenario` through the crate's client and returns the server's trace.
 async fn run(seed: u64, scenario: Scenario) -> Trace {
     let clock = VirtualClock::new();
-    let sleeper = RecordingSleeper::advancing(&clock);
+
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("a port");
     let server_addr = listener.local_addr().unwrap();
     // A port bound and let go: nothing listens there, so a connection is refused.
@@ -296,6 +385,9 @@ async fn run(seed: u64, scenario: Scenario) -> Trace {
     let url = "http://trace.test/payments";
     let server = Arc::new(Server {
         script: scenario.script.clone(),
+        held_race: scenario.intent.held_race,
+        holds_started: AtomicU32::new(0),
+        dropped: AtomicU32::new(0),
         received: Mutex::new(Vec::new()),
         clock: clock.clone(),
         started: clock.now(),
@@ -312,15 +404,26 @@ async fn run(seed: u64, scenario: Scenario) -> Trace {
     let mut policy = RetryPolicy::builder()
         .max_attempts(intent.max_attempts)
         .deadline(intent.deadline)
-        .attempt_timeout(ATTEMPT_TIMEOUT)
+        .attempt_timeout(match intent.held_race {
+            // Nothing hangs there: a long attempt timeout keeps a slow runtime from
+            // ending the first copy before its answer is read.
+            true => HELD_RACE_CAP,
+            false => ATTEMPT_TIMEOUT,
+        })
         .backoff(Backoff::full_jitter(
             Duration::from_millis(50),
             Duration::from_millis(800),
         ))
         .clock(clock.clone())
-        .sleeper(sleeper)
         .rng_seed(seed)
         .no_budget();
+    policy = match intent.held_race {
+        true => policy.sleeper(HoldSleeper {
+            clock: clock.clone(),
+            server: server.clone(),
+        }),
+        false => policy.sleeper(RecordingSleeper::advancing(&clock)),
+    };
     if intent.hedged {
         policy = policy.hedging(Hedging::fixed(Duration::from_millis(20)).max_copies(2));
     }
@@ -461,6 +564,8 @@ struct Reached {
     /// A write-ahead ran and let the intent go; one refused it.
     write_ahead_ran: usize,
     write_ahead_refused: usize,
+    /// A held race in which a third copy went.
+    held_race_third_copy: usize,
     /// The caller was told the outcome is unknown; told it is known.
     unknown: usize,
     known: usize,
@@ -472,10 +577,12 @@ impl Reached {
         let unsafe_method = i.method == Method::POST || i.method == Method::PATCH;
         self.unkeyed_unsafe_after_refusal +=
             usize::from(!i.keyed && unsafe_method && t.refused > 0 && !t.received.is_empty());
+        let last = t.received.len().saturating_sub(1);
         self.keyed_409_retried += usize::from(
             i.keyed
-                && t.received.len() > 1
-                && matches!(t.received[0].act, Act::Status { status: 409, .. }),
+                && t.received[..last]
+                    .iter()
+                    .any(|r| matches!(r.act, Act::Status { status: 409, .. })),
         );
         self.gate_refused += usize::from(
             i.gate_refuses
@@ -485,6 +592,7 @@ impl Reached {
         self.write_ahead_ran += usize::from(i.write_ahead == Some(false) && !t.received.is_empty());
         self.write_ahead_refused +=
             usize::from(i.write_ahead == Some(true) && t.write_ahead_asked == [0]);
+        self.held_race_third_copy += usize::from(i.held_race && t.received.len() > 2);
         match t.told {
             Told::Error {
                 outcome_unknown: true,
@@ -503,6 +611,7 @@ impl Reached {
             self.budget_refused,
             self.write_ahead_ran,
             self.write_ahead_refused,
+            self.held_race_third_copy,
             self.unknown,
             self.known,
         ];

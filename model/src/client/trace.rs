@@ -53,6 +53,10 @@ pub struct Intent {
     pub gate_refuses: Option<u32>,
     /// The reserve of a fresh retry budget of ratio 10 %, if the intent has one.
     pub budget_reserve: Option<u32>,
+    /// A hedged race whose order the server forces: the first copy is answered
+    /// (with `Retry-After`) only once the hedge arrived, and the hedge fails without
+    /// one only once the client has started to wait the first one out.
+    pub held_race: bool,
 }
 
 /// One request as the server received it.
@@ -241,6 +245,41 @@ pub fn not_before_retry_after(t: &Trace) -> Result<(), String> {
     Ok(())
 }
 
+/// A hedged race keeps every copy's `Retry-After` (DESIGN: "the next attempt is
+/// never sent earlier than the server asked"): in the held race, no copy after the
+/// first two arrives before the first copy's `Retry-After` ends, though the hedge
+/// failed without one meanwhile and the hedge delay passed. The server forces the
+/// order (see [`Intent::held_race`]): both copies were in flight, so any third one
+/// went after the client read the first answer. Judges `hedge::hold`,
+/// `hedge::after_copy` and `hedge::may_hedge` as the race applies them.
+pub fn hedged_race_keeps_retry_after(t: &Trace) -> Result<(), String> {
+    if !t.intent.held_race {
+        return Ok(());
+    }
+    let Some(first) = t.received.first() else {
+        return Ok(());
+    };
+    let (
+        Act::Status {
+            retry_after: Some(secs),
+            ..
+        },
+        Some(answered),
+    ) = (first.act, first.answered_at)
+    else {
+        return Ok(());
+    };
+    let earliest = answered + Duration::from_secs(secs);
+    match t.received.iter().skip(2).position(|r| r.at < earliest) {
+        None => Ok(()),
+        Some(j) => Err(format!(
+            "copy {} arrived at {:?}, before the first copy's Retry-After ({secs} s from {answered:?})",
+            j + 2,
+            t.received[j + 2].at
+        )),
+    }
+}
+
 /// Nothing is sent once the intent's deadline has passed (judges the attempt
 /// timeout cut to the time left and the loop's deadline checks).
 pub fn nothing_after_deadline(t: &Trace) -> Result<(), String> {
@@ -421,7 +460,7 @@ pub fn final_answer_ends_the_intent(t: &Trace) -> Result<(), String> {
 pub type TraceProperty = fn(&Trace) -> Result<(), String>;
 
 /// Every trace property, by name.
-pub const PROPERTIES: [(&str, TraceProperty); 13] = [
+pub const PROPERTIES: [(&str, TraceProperty); 14] = [
     ("max_attempts bounds every intent", within_max_attempts),
     (
         "a fresh request id per attempt",
@@ -437,6 +476,10 @@ pub const PROPERTIES: [(&str, TraceProperty); 13] = [
         not_before_retry_after,
     ),
     ("nothing after the deadline", nothing_after_deadline),
+    (
+        "a hedged race keeps the first copy's Retry-After",
+        hedged_race_keeps_retry_after,
+    ),
     (
         "a refused connection is retried, whatever the method",
         refused_connection_retried,
