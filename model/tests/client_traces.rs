@@ -28,6 +28,9 @@ use tokio::net::{TcpListener, TcpStream};
 
 /// Scenarios per run: each is one intent, a few milliseconds of real time.
 const SCENARIOS: u64 = 240;
+/// Held races (`Intent::held_race`) after them: rare among the scenarios above,
+/// and the only traces in which a hedged race's `Retry-After` is judged.
+const HELD_RACES: u64 = 24;
 /// How long a hanging server holds an answer back (real time): well past the
 /// attempt timeout.
 const HANG: Duration = Duration::from_millis(400);
@@ -56,9 +59,12 @@ fn scenario(seed: u64) -> Scenario {
         Method::DELETE,
     ][rng.random_range(0..6)]
     .clone();
+    let forced_race = seed >= SCENARIOS;
+    let method = if forced_race { Method::GET } else { method };
     let unsafe_method = method == Method::POST || method == Method::PATCH;
     let keyed = unsafe_method && rng.random_bool(0.5);
-    let hedged = method == Method::GET && rng.random_bool(0.5);
+    let hedged = forced_race || (method == Method::GET && rng.random_bool(0.5));
+    let held_race = forced_race || (hedged && rng.random_bool(0.5));
     // The world in front of the server, each in about a quarter of the scenarios:
     // refused connections, and (for the plain loop) a write-ahead (keyed: a
     // journal), a gate standing for a breaker, a retry budget.
@@ -67,10 +73,19 @@ fn scenario(seed: u64) -> Scenario {
         1 => 2,
         _ => 0,
     };
+    // The held race's order needs both copies to reach the server.
+    let refuse_connects = if held_race { 0 } else { refuse_connects };
     let write_ahead = (keyed && rng.random_bool(0.3)).then(|| rng.random_bool(0.3));
     let gate_refuses = (!hedged && rng.random_bool(0.2)).then(|| rng.random_range(1..=3));
     let budget_reserve = (!hedged && rng.random_bool(0.25)).then(|| rng.random_range(0..=1));
-    let held_race = hedged && rng.random_bool(0.5);
+    // The held race's Retry-After, and its deadline: room for the hold and a copy
+    // after it, or too little for that and just enough for a hedge (the first
+    // copy's end then waits for the hedge, and a late hedge timer fires).
+    let hold_secs = rng.random_range(1..=2);
+    let held_deadline = match rng.random_bool(0.5) {
+        true => Duration::from_secs(6),
+        false => Duration::from_secs(hold_secs) + Duration::from_millis(40),
+    };
     let intent = Intent {
         method,
         keyed,
@@ -85,11 +100,10 @@ fn scenario(seed: u64) -> Scenario {
                 1
             }..=4,
         ),
-        deadline: Duration::from_secs(if held_race {
-            6
-        } else {
-            rng.random_range(2..=8)
-        }),
+        deadline: match held_race {
+            true => held_deadline,
+            false => Duration::from_secs(rng.random_range(2..=8)),
+        },
         hedged,
         held_race,
         refuse_connects,
@@ -130,7 +144,7 @@ fn scenario(seed: u64) -> Scenario {
         true => vec![
             Act::Status {
                 status: 503,
-                retry_after: Some(rng.random_range(1..=2)),
+                retry_after: Some(hold_secs),
             },
             Act::Drop,
         ],
@@ -148,6 +162,8 @@ struct Server {
     holds_started: AtomicU32,
     /// Requests the server dropped.
     dropped: AtomicU32,
+    /// Hedge delays the held race's sleeper let pass late.
+    late_hedge_timers: AtomicU32,
     received: Mutex<Vec<Received>>,
     clock: VirtualClock,
     started: Instant,
@@ -201,8 +217,11 @@ impl Server {
                         .await
                 }
                 1 => {
-                    self.until(|| self.holds_started.load(Ordering::SeqCst) > 0)
-                        .await
+                    let waiting = || {
+                        self.holds_started.load(Ordering::SeqCst) > 0
+                            || self.late_hedge_timers.load(Ordering::SeqCst) > 0
+                    };
+                    self.until(waiting).await;
                 }
                 _ => {}
             }
@@ -267,20 +286,35 @@ async fn read_request(stream: &mut TcpStream) -> Option<String> {
 
 /// The held race's sleeper: a pause of a second or more (a `Retry-After` hold)
 /// tells the server it started, lasts until the server dropped the hedge (and the
-/// client had a moment to read that), and only then moves the clock on; shorter
-/// pauses (the hedge delay) move it at once. So a copy sent during the hold is
-/// stamped before the hold's end.
+/// client had a moment to read that), and only then moves the clock on. The first
+/// hedge delay passes at once; a later one only once the first copy's answer is
+/// out (a hedge timer that fires late, on a loaded runtime). So a copy sent during
+/// the hold is stamped before the hold's end.
 struct HoldSleeper {
     clock: VirtualClock,
     server: Arc<Server>,
+    hedge_delays: AtomicU32,
 }
 
 impl Sleeper for HoldSleeper {
     fn sleep(&self, duration: Duration) -> Sleep {
         let clock = self.clock.clone();
         if duration < Duration::from_secs(1) {
-            clock.advance(duration);
-            return Box::pin(async {});
+            if self.hedge_delays.fetch_add(1, Ordering::SeqCst) == 0 {
+                clock.advance(duration);
+                return Box::pin(async {});
+            }
+            let server = self.server.clone();
+            return Box::pin(async move {
+                let answered = || {
+                    let received = server.received.lock().unwrap();
+                    received.first().is_some_and(|r| r.answered_at.is_some())
+                };
+                server.until(answered).await;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                clock.advance(duration);
+                server.late_hedge_timers.fetch_add(1, Ordering::SeqCst);
+            });
         }
         self.server.holds_started.fetch_add(1, Ordering::SeqCst);
         let server = self.server.clone();
@@ -388,6 +422,7 @@ async fn run(seed: u64, scenario: Scenario) -> Trace {
         held_race: scenario.intent.held_race,
         holds_started: AtomicU32::new(0),
         dropped: AtomicU32::new(0),
+        late_hedge_timers: AtomicU32::new(0),
         received: Mutex::new(Vec::new()),
         clock: clock.clone(),
         started: clock.now(),
@@ -421,6 +456,7 @@ async fn run(seed: u64, scenario: Scenario) -> Trace {
         true => policy.sleeper(HoldSleeper {
             clock: clock.clone(),
             server: server.clone(),
+            hedge_delays: AtomicU32::new(0),
         }),
         false => policy.sleeper(RecordingSleeper::advancing(&clock)),
     };
@@ -514,7 +550,7 @@ async fn every_trace_of_the_real_loop_holds_every_property() {
     let mut retried = 0;
     let mut after_retry_after = 0;
     let mut reached = Reached::default();
-    for seed in 0..SCENARIOS {
+    for seed in 0..SCENARIOS + HELD_RACES {
         let t = run(seed, scenario(seed)).await;
         reached.count(&t);
         retried += usize::from(t.received.len() > 1);

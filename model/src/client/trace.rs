@@ -273,7 +273,7 @@ pub fn hedged_race_keeps_retry_after(t: &Trace) -> Result<(), String> {
     match t.received.iter().skip(2).position(|r| r.at < earliest) {
         None => Ok(()),
         Some(j) => Err(format!(
-            "copy {} arrived at {:?}, before the first copy's Retry-After ({secs} s from {answered:?})",
+            "request {} arrived at {:?}, before the first copy's Retry-After ({secs} s from {answered:?})",
             j + 2,
             t.received[j + 2].at
         )),
