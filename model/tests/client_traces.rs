@@ -111,7 +111,7 @@ fn scenario(seed: u64) -> Scenario {
         gate_refuses,
         budget_reserve,
     };
-    let script = (0..6)
+    let script: Vec<Act> = (0..6)
         .map(|_| match rng.random_range(0..13) {
             0 => Act::Drop,
             1 => Act::Hang,
@@ -140,6 +140,13 @@ fn scenario(seed: u64) -> Scenario {
         })
         .collect();
     let script = match held_race {
+        // With refused connections, no hang: those scenarios get a long attempt
+        // timeout (see `run`), so that a slow runtime never takes a refused connect
+        // for a timed-out one.
+        false if refuse_connects > 0 => script
+            .into_iter()
+            .map(|act| if act == Act::Hang { Act::Drop } else { act })
+            .collect::<Vec<_>>(),
         false => script,
         true => vec![
             Act::Status {
@@ -334,6 +341,7 @@ impl Sleeper for HoldSleeper {
 struct Resolver {
     refuse: u32,
     refused: Arc<AtomicU32>,
+    opened: Arc<AtomicU32>,
     closed: SocketAddr,
     open: SocketAddr,
 }
@@ -346,7 +354,13 @@ impl Resolve for Resolver {
                 (n < self.refuse).then_some(n + 1)
             })
             .is_ok();
-        let addr = if refused { self.closed } else { self.open };
+        let addr = match refused {
+            true => self.closed,
+            false => {
+                self.opened.fetch_add(1, Ordering::SeqCst);
+                self.open
+            }
+        };
         let addrs: Addrs = Box::new(std::iter::once(addr));
         Box::pin(async move { Ok::<_, BoxError>(addrs) })
     }
@@ -439,9 +453,10 @@ async fn run(seed: u64, scenario: Scenario) -> Trace {
     let mut policy = RetryPolicy::builder()
         .max_attempts(intent.max_attempts)
         .deadline(intent.deadline)
-        .attempt_timeout(match intent.held_race {
-            // Nothing hangs there: a long attempt timeout keeps a slow runtime from
-            // ending the first copy before its answer is read.
+        .attempt_timeout(match intent.held_race || intent.refuse_connects > 0 {
+            // Nothing hangs there: a long attempt timeout keeps a slow runtime
+            // from ending the first copy before its answer is read, or a
+            // refused connect before it is seen refused.
             true => HELD_RACE_CAP,
             false => ATTEMPT_TIMEOUT,
         })
@@ -485,9 +500,11 @@ async fn run(seed: u64, scenario: Scenario) -> Trace {
         policy = policy.write_ahead(SharedRecorder(recorder.clone()));
     }
     let policy = policy.build().expect("a valid policy");
+    let opened = Arc::new(AtomicU32::new(0));
     let resolver = Resolver {
         refuse: intent.refuse_connects,
         refused: refused.clone(),
+        opened: opened.clone(),
         closed,
         open: server_addr,
     };
@@ -519,6 +536,7 @@ async fn run(seed: u64, scenario: Scenario) -> Trace {
         intent: scenario.intent,
         received,
         refused: refused.load(Ordering::SeqCst),
+        opened: opened.load(Ordering::SeqCst),
         write_ahead_asked,
         write_ahead_ends: recorder.ends.load(Ordering::SeqCst),
         told,

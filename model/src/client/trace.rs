@@ -101,6 +101,10 @@ pub struct Trace {
     pub received: Vec<Received>,
     /// Connection attempts refused (all before the first request received).
     pub refused: u32,
+    /// Connection attempts pointed at the server (the resolver's other answers):
+    /// zero only if no byte of the intent can have reached it. A request cut off
+    /// before the server read it whole is in this count, not in `received`.
+    pub opened: u32,
     /// For each call of the write-ahead's `before_first_byte`, the attempts made
     /// before it (refused connections and requests received).
     pub write_ahead_asked: Vec<u32>,
@@ -304,12 +308,12 @@ pub fn refused_connection_retried(t: &Trace) -> Result<(), String> {
     if !free || i.refuse_connects == 0 || i.refuse_connects >= i.max_attempts {
         return Ok(());
     }
-    match t.received.is_empty() {
-        false => Ok(()),
-        true => Err(format!(
-            "{} refused connections, max_attempts {}, and nothing sent after them",
+    match t.opened {
+        0 => Err(format!(
+            "{} refused connections, max_attempts {}, and no attempt after them",
             t.refused, i.max_attempts
         )),
+        _ => Ok(()),
     }
 }
 
@@ -407,12 +411,13 @@ pub fn known_outcome_only_when_proven(t: &Trace) -> Result<(), String> {
     }
 }
 
-/// Nothing sent, nothing unknown: an intent that gave up before any request
-/// reached the server (refused connections, a gate or a write-ahead refusing) says
-/// its outcome is known, unless the write-ahead could not confirm its own write
-/// (judges the failure taxonomy's "never left" and the loop's refusals).
+/// Nothing sent, nothing unknown: an intent that a gate or its write-ahead
+/// refused before any connection was tried says its outcome is known, unless the
+/// write-ahead could not confirm its own write (judges the loop's refusals before
+/// the first byte). Refused connections are left out: a runtime too slow to see
+/// the refusal before the attempt's timeout may cautiously call it unknown.
 pub fn known_outcome_when_nothing_sent(t: &Trace) -> Result<(), String> {
-    match (t.received.is_empty(), t.told) {
+    match (t.opened == 0 && t.refused == 0, t.told) {
         (
             true,
             Told::Error {
