@@ -5,9 +5,11 @@
 //! too many, a retry of a request that may have been processed). Here the crate's
 //! own client (`RequestBuilder::send`) runs against a small HTTP server on
 //! 127.0.0.1 that follows a seeded script, and the server writes down what it
-//! received: the [`Trace`]. Each property below is a pure function of one trace,
-//! written from the crate's documented promises and the RFCs, not from its code:
-//! it judges what the crate's loop did, as the server saw it.
+//! received: the [`Trace`]. Around it, a resolver refuses the first connections,
+//! a write-ahead, a gate and a retry budget may refuse, and the caller's answer is
+//! kept. Each property below is a pure function of one trace, written from the
+//! crate's documented promises and the RFCs, not from its code: it judges what the
+//! crate's loop did, as the server and the world around it saw it.
 //!
 //! `model/tests/client_traces.rs` runs the scenarios and checks every trace.
 
