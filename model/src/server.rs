@@ -85,7 +85,10 @@ use model::ServerModel;
 /// Bounded (CI): one worker, attempts ≤ 2, one crash, one expiry of each kind; the
 /// layer with alice and bob; both strong modes with a third actor on one key (alice's
 /// duplicate beside alice and bob: two requests of one principal plus another
-/// principal; PostgreSQL's 409 needs two live transactions on one key). Full: see
+/// principal; PostgreSQL's 409 needs two live transactions on one key); and
+/// PostgreSQL's strong mode with those three actors and attempts ≤ 3 (a duplicate
+/// told 409 twice, a retry after a crash and a 409, a key reused after two sends),
+/// without a retention expiry, which the run beside it covers. Full: see
 /// `full_configurations`.
 pub fn configurations(scope: Scope) -> Vec<(String, Config, Search)> {
     match scope {
@@ -93,6 +96,7 @@ pub fn configurations(scope: Scope) -> Vec<(String, Config, Search)> {
             bounded("server-layer", Mode::Layer, 2, 2),
             bounded("server-strong-postgres", Mode::Strong(Db::Postgres), 3, 2),
             bounded("server-strong-sqlite", Mode::Strong(Db::Sqlite), 3, 2),
+            three_attempts(),
         ],
         Scope::Full => full_configurations(),
     }
@@ -105,6 +109,19 @@ fn bounded(name: &str, mode: Mode, clients: usize, attempts: u8) -> (String, Con
     config.max_lease_expiries = 1;
     config.max_retention_expiries = 1;
     (name.to_owned(), config, Search::Exhaustive)
+}
+
+/// Three actors on one key in PostgreSQL's strong mode, each with up to three
+/// attempts: the largest size that fits CI's minute beside the others (with a
+/// retention expiry as well it takes four times as long).
+fn three_attempts() -> (String, Config, Search) {
+    let (_, mut config, search) = bounded("", Mode::Strong(Db::Postgres), 3, 3);
+    config.max_retention_expiries = 0;
+    (
+        "server-strong-postgres-3-attempts".to_owned(),
+        config,
+        search,
+    )
 }
 
 /// The full form. The target size (3 clients, 2 workers, attempts ≤ 3, crashes ≤ 2,

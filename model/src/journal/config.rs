@@ -73,8 +73,19 @@ impl Config {
         }
     }
 
-    /// Whether a resumed run may still be on the wire when its lease ends, by
-    /// the crate's own run plan (`plan_run`: the deadline cut to the lease).
+    /// The part at the end of a lease that a send must leave free, from the
+    /// journal's docs (the margin, or half the lease when the margin is longer):
+    /// the time a response takes to be recorded, and the clocks' skew. Written here
+    /// from the promise, not read from the crate's code, so that a run plan or a
+    /// lease that forgets it lets the lease end under a send in the model.
+    pub fn lease_kept_free(&self) -> Duration {
+        self.lease_margin.min(self.resume_lease / 2)
+    }
+
+    /// Whether a resumed run may still be on the wire when its lease is no longer
+    /// safe (within [`lease_kept_free`](Self::lease_kept_free) of its end), by the
+    /// crate's own run plan (`plan_run`: the deadline cut to the lease less its
+    /// margin).
     pub fn resumed_send_outlives_lease(&self) -> bool {
         let plan = model_rules::plan_run(
             1,
@@ -85,13 +96,14 @@ impl Config {
             self.lease_margin,
             self.resume_lease,
         );
-        plan.is_ok_and(|deadline| deadline > self.resume_lease)
+        plan.is_ok_and(|deadline| deadline + self.lease_kept_free() > self.resume_lease)
     }
 
     /// Whether a durable send's first run may still be on the wire when its
-    /// lease ends, by the crate's own `lease_for`.
+    /// lease is no longer safe, by the crate's own `lease_for` (the deadline plus
+    /// the margin).
     pub fn first_send_outlives_lease(&self) -> bool {
-        self.deadline
+        self.deadline + self.lease_margin
             > model_rules::lease_for(Some(self.deadline), self.resume_lease, self.lease_margin)
     }
 

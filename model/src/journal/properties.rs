@@ -10,7 +10,10 @@ use super::state::{Client, RunAt, Seen, State, Visibility};
 pub const NOTHING_SENT: &str = "refused, nothing was sent: never followed by a send";
 /// At most one sender of an open intent at a time, holding its live lease. Judges
 /// `join::step_for`, `resume::plan_run` and `Journal::lease_for` (called), and the
-/// copied take-over and claim.
+/// copied take-over and claim. A lease may end under a send whose deadline reaches
+/// into the part of the lease the journal promises to keep free
+/// ([`Config::lease_kept_free`](super::Config::lease_kept_free)), so a run plan or a
+/// lease without its margin fails here.
 pub const ONE_SENDER: &str = "at most one live-lease sender per intent";
 /// A write under a fenced-off lease never changes the row.
 pub const FENCED: &str = "a fenced write is never recorded";
