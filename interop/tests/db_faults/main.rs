@@ -17,16 +17,21 @@
 //! After each: no key has two effects; every caller answered 2xx has its
 //! effect and its intent `succeeded`; every caller told "refused" has no
 //! effect; every intent is terminal in the journal within 60 s; no error reads
-//! as a bare driver word, an unknown outcome is never also "refused"; the first
-//! payment completes within 5 s of the database accepting connections again.
+//! as a bare driver word, an unknown outcome is never also "refused"; no send
+//! ends more than a second past its deadline (beyond the time the machine
+//! stalled this process meanwhile, which `stalls` measures); the first payment completes
+//! within 5 s of the database accepting connections again. `deadline` checks
+//! the storage waits behind that bound one by one.
 //! One line per scenario (`DB_FAULT …`) gives the figures.
 //!
 //! The quick form (this test) runs shorter faults; `interop/scripts/db_faults.sh`
 //! runs the full form (`DB_FAULTS_FULL=1`) over three seeds.
 
+mod deadline;
 mod faults;
 mod fleet;
 mod sqlite;
+mod stalls;
 mod verdict;
 
 use std::time::Duration;

@@ -8,7 +8,8 @@ use reqwest_resilience_journal::IntentState;
 
 use std::collections::BTreeMap;
 
-use crate::fleet::{states, Outcome, Told, OVERRUN_LIMIT};
+use crate::fleet::{states, Outcome, Told, DEADLINE, OVERRUN_SLACK};
+use crate::stalls::worst_between;
 
 /// From the database accepting connections to the first payment completing.
 const RECOVERY_LIMIT: Duration = Duration::from_secs(5);
@@ -26,6 +27,8 @@ pub async fn judge(
     let mut problems = Vec::new();
     let mut doubles = 0;
     let mut lost = 0;
+    let mut worst_overrun = Duration::ZERO;
+    let mut worst_stall = Duration::ZERO;
     for note in &outcome.notes {
         let effect = effects.get(&note.key).copied().unwrap_or(0);
         let (state, row) = states
@@ -74,8 +77,20 @@ pub async fn judge(
                 }
             }
         }
-        if note.took > OVERRUN_LIMIT {
-            problems.push(format!("{}: the send took {:?}", note.key, note.took));
+        let stalled = worst_between(
+            &outcome.stalls,
+            (note.at - note.took).into_std(),
+            note.at.into_std(),
+        );
+        let overrun = note.took.saturating_sub(DEADLINE).saturating_sub(stalled);
+        worst_overrun = worst_overrun.max(overrun);
+        worst_stall = worst_stall.max(stalled);
+        if overrun > OVERRUN_SLACK {
+            problems.push(format!(
+                "{}: the send took {:?}, {overrun:?} past its deadline beyond the \
+                 {stalled:?} the process's timers ran late meanwhile",
+                note.key, note.took
+            ));
         }
         if note.refused_and_unknown {
             problems.push(format!(
@@ -127,7 +142,8 @@ pub async fn judge(
         "{name}: sends={sends} answered={answered} refused={refused} unknown={unknown} \
          failed={failed} end_not_recorded={unrecorded} double_effects={doubles} \
          lost_intents={lost} fault_s={fault_s:.1} recovery_s={recovery} settle_s={settle} \
-         worst_send_s={worst:.2} throughput_end_of_fault_vs_after={throughput_ratio:.2} \
+         worst_send_s={worst:.2} worst_overrun_s={overrun:.2} worst_stall_s={stall:.2} \
+         throughput_end_of_fault_vs_after={throughput_ratio:.2} \
          resume_errors={resume_errors} reasons={reasons:?}",
         sends = outcome.notes.len(),
         answered = count(|t| matches!(t, Told::Answered(_))),
@@ -139,6 +155,8 @@ pub async fn judge(
         recovery = recovery.map_or("none".to_owned(), |r| format!("{:.2}", r.as_secs_f64())),
         settle = settle.map_or("none".to_owned(), |s| format!("{:.2}", s.as_secs_f64())),
         resume_errors = outcome.resume_errors,
+        overrun = worst_overrun.as_secs_f64(),
+        stall = worst_stall.as_secs_f64(),
         worst = outcome
             .notes
             .iter()

@@ -16,6 +16,7 @@
 
 mod connection;
 mod delivery;
+mod limit;
 mod listen;
 mod migrate;
 #[cfg(all(test, feature = "test-util"))]
@@ -131,6 +132,11 @@ impl PostgresStoreBuilder {
     /// 8): as many operations run at once; more wait for a free connection, at
     /// most one statement timeout plus a second. One is made when the store
     /// connects, the others when concurrent operations need them.
+    ///
+    /// A durable send's write-ahead stops waiting — for a connection or for its
+    /// statement — shortly before the send's deadline
+    /// ([`idempotency_storage::limit`]), whatever these timeouts say: it is
+    /// refused with [`JournalError::Timeout`] naming the wait, nothing written.
     pub fn pool_size(mut self, size: usize) -> Self {
         self.pool_size = size;
         self
@@ -267,6 +273,8 @@ impl JournalStore for PostgresStore {
         worker: &'a Worker,
         lease: Duration,
     ) -> StoreFuture<'a, Lease> {
+        // Fixed now: the intent's deadline counts from its send, just before.
+        let limit = limit::Limit::for_deadline(intent.deadline);
         Box::pin(async move {
             let until = write_ahead::write_ahead(
                 &self.pool,
@@ -285,6 +293,7 @@ impl JournalStore for PostgresStore {
                     &duration_millis(lease),
                     &InFlight.as_str(),
                 ],
+                limit,
             )
             .await?
             .ok_or_else(|| JournalError::duplicate_key(&intent.key))?;
