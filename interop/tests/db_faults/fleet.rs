@@ -18,6 +18,7 @@ use tokio::process::{Child, Command};
 use tokio::time::Instant;
 
 use crate::faults::{Cluster, Fault, LOCK_HELD};
+use crate::outbox::{OutboxLoad, OutboxOutcome};
 use crate::stalls::{Stall, Stalls};
 
 const WORKERS: usize = 4;
@@ -194,19 +195,23 @@ impl Fleet {
         }
     }
 
-    /// Runs the load, applies `fault` in the middle, then lets every intent
-    /// settle.
-    pub async fn run_through(self, cluster: &Cluster, fault: &Fault) -> Outcome {
+    /// Runs the load (durable sends, and outbox enqueues with their relay),
+    /// applies `fault` in the middle, then lets every intent settle.
+    pub async fn run_through(self, cluster: &Cluster, fault: &Fault) -> (Outcome, OutboxOutcome) {
         let notes = Arc::new(Mutex::new(Vec::new()));
+        let outbox = OutboxLoad::start(cluster, &self.url, self.round, self.seed).await;
         let fault = async {
-            match fault {
+            let back = match fault {
                 Fault::PoolExhaustion => {
                     pool_exhaustion(cluster, &self.url, self.round, &notes).await
                 }
                 _ => cluster.apply(fault).await,
-            }
+            };
+            // As long past the fault as the durable sends.
+            outbox.stop_enqueuing_after(Duration::from_secs(2));
+            back
         };
-        run_load(
+        let outcome = run_load(
             &self.journals,
             &self.url,
             self.round,
@@ -214,7 +219,8 @@ impl Fleet {
             &notes,
             fault,
         )
-        .await
+        .await;
+        (outcome, outbox.finish().await)
     }
 }
 

@@ -1,7 +1,8 @@
 //! The durable half on its database's worst day (PostgreSQL).
 //!
 //! A fleet of four journal workers makes durable payments (and resumes what is
-//! due) against a payments server in tower-idempotency's strong mode on
+//! due), and business transactions enqueue payments in an outbox that a relay
+//! sends (`outbox`), against a payments server in tower-idempotency's strong mode on
 //! `PostgresStore`, which counts each key's effects as rows of its own
 //! database — the same PostgreSQL as the journal. While they run, the database
 //! is faulted, one scenario after another:
@@ -30,6 +31,7 @@
 mod deadline;
 mod faults;
 mod fleet;
+mod outbox;
 mod sqlite;
 mod stalls;
 mod verdict;
@@ -88,10 +90,26 @@ async fn postgres_faults_lose_and_double_nothing() {
             continue;
         }
         let fleet = Fleet::start(&cluster, &server, round, seed()).await;
-        let outcome = fleet.run_through(&cluster, &fault).await;
+        let (outcome, outbox) = fleet.run_through(&cluster, &fault).await;
         let effects = server.effects(&cluster).await;
         let away = fault.takes_the_database_away();
         let figures = verdict::judge(fault.name(), away, &outcome, &effects).await;
         println!("DB_FAULT {figures}");
+        let figures = outbox::judge(
+            fault.name(),
+            &cluster,
+            &outcome.journal,
+            &outbox,
+            &effects,
+            outcome.back_at,
+        )
+        .await;
+        println!("DB_FAULT {figures}");
+        if matches!(fault, Fault::Stop { .. }) {
+            assert!(
+                outbox.pass_failures > 0,
+                "the relay's passes failed while the database was away, and its warnings never said so"
+            );
+        }
     }
 }
