@@ -133,7 +133,10 @@ pub struct Outcome {
 
 pub struct Fleet {
     journals: Vec<Journal>,
+    /// The strong mode's URL.
     url: String,
+    /// The layer mode's URL.
+    layer_url: String,
     round: usize,
     seed: u64,
 }
@@ -180,6 +183,7 @@ impl Fleet {
     pub async fn start(
         cluster: &Cluster,
         server: &PaymentsServer,
+        layer: &PaymentsServer,
         round: usize,
         seed: u64,
     ) -> Fleet {
@@ -190,6 +194,7 @@ impl Fleet {
         Fleet {
             journals,
             url: server.url.clone(),
+            layer_url: layer.url.clone(),
             round,
             seed,
         }
@@ -211,9 +216,10 @@ impl Fleet {
             outbox.stop_enqueuing_after(Duration::from_secs(2));
             back
         };
+        // Half the workers pay through the strong mode, half through the layer.
         let outcome = run_load(
             &self.journals,
-            &self.url,
+            &[self.url.clone(), self.layer_url.clone()],
             self.round,
             self.seed,
             &notes,
@@ -224,12 +230,12 @@ impl Fleet {
     }
 }
 
-/// Runs the senders and resumers of `journals`, applies `fault` (which
-/// returns when the database is back) after a second, goes on for a while,
-/// then lets every intent settle.
+/// Runs the senders and resumers of `journals` (worker `w` sending to
+/// `urls[w % urls.len()]`), applies `fault` (which returns when the database
+/// is back) after a second, goes on for a while, then lets every intent settle.
 pub async fn run_load(
     journals: &[Journal],
-    url: &str,
+    urls: &[String],
     round: usize,
     seed: u64,
     notes: &Arc<Mutex<Vec<Note>>>,
@@ -246,7 +252,7 @@ pub async fn run_load(
             let seed = seed ^ ((worker * SENDERS + sender) as u64) << 8;
             tasks.push(tokio::spawn(send_until(
                 journal.clone(),
-                url.to_owned(),
+                urls[worker % urls.len()].clone(),
                 prefix,
                 seed,
                 Arc::clone(notes),

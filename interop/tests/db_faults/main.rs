@@ -3,8 +3,9 @@
 //! A fleet of four journal workers makes durable payments (and resumes what is
 //! due), and business transactions enqueue payments in an outbox that a relay
 //! sends (`outbox`), against a payments server in tower-idempotency's strong mode on
-//! `PostgresStore`, which counts each key's effects as rows of its own
-//! database — the same PostgreSQL as the journal. While they run, the database
+//! `PostgresStore` and another in its layer mode on `PostgresStore` (`layer`),
+//! which count each key's effects as rows of their own database — the same
+//! PostgreSQL as the journal. While they run, the database
 //! is faulted, one scenario after another:
 //!
 //! - `terminate`: every backend of the pools terminated every 2 s
@@ -31,6 +32,7 @@
 mod deadline;
 mod faults;
 mod fleet;
+mod layer;
 mod outbox;
 mod sqlite;
 mod stalls;
@@ -83,13 +85,15 @@ async fn postgres_faults_lose_and_double_nothing() {
         Fault::Horizon { for_: horizon_for },
     ];
     let server = fleet::PaymentsServer::start(cluster.conninfo()).await;
+    let layer = fleet::PaymentsServer::start_in("postgres-layer", cluster.conninfo()).await;
     // DB_FAULTS_ONLY=NAME runs one scenario (to reproduce a failure).
     let only = std::env::var("DB_FAULTS_ONLY").ok();
     for (round, fault) in scenarios.into_iter().enumerate() {
         if only.as_deref().is_some_and(|name| name != fault.name()) {
             continue;
         }
-        let fleet = Fleet::start(&cluster, &server, round, seed()).await;
+        let statuses_before = layer::statuses(&layer).await;
+        let fleet = Fleet::start(&cluster, &server, &layer, round, seed()).await;
         let (outcome, outbox) = fleet.run_through(&cluster, &fault).await;
         let effects = server.effects(&cluster).await;
         let away = fault.takes_the_database_away();
@@ -105,6 +109,11 @@ async fn postgres_faults_lose_and_double_nothing() {
         )
         .await;
         println!("DB_FAULT {figures}");
+        let statuses = layer::statuses(&layer).await;
+        println!(
+            "DB_FAULT {}",
+            layer::judge(fault.name(), &statuses_before, &statuses)
+        );
         if matches!(fault, Fault::Stop { .. }) {
             assert!(
                 outbox.pass_failures > 0,

@@ -58,7 +58,15 @@ async fn scenario(
     let server = PaymentsServer::start_in("sqlite", server_db.to_str().unwrap()).await;
     let journals = [journal(journal_path)];
     let notes = Arc::new(Mutex::new(Vec::new()));
-    let outcome = run_load(&journals, &server.url, 0, crate::seed(), &notes, fault).await;
+    let outcome = run_load(
+        &journals,
+        &[server.url.clone()],
+        0,
+        crate::seed(),
+        &notes,
+        fault,
+    )
+    .await;
     let figures = verdict::judge(name, true, &outcome, &effects(&server_db)).await;
     println!("DB_FAULT {figures}");
 }
