@@ -60,7 +60,7 @@ async fn scenario(
     let notes = Arc::new(Mutex::new(Vec::new()));
     let outcome = run_load(
         &journals,
-        &[server.url.clone()],
+        std::slice::from_ref(&server.url),
         0,
         crate::seed(),
         &notes,
