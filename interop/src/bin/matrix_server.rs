@@ -36,8 +36,8 @@ use http::{HeaderValue, StatusCode};
 use tower_idempotency::rusqlite::{self, params};
 use tower_idempotency::tokio_postgres::{self, NoTls, Transaction};
 use tower_idempotency::{
-    EffectFuture, IdempotencyLayer, MemoryStore, PostgresStore, Principal, Rollback, SqliteStore,
-    StoredResponse, Transactional,
+    EffectFuture, IdempotencyLayer, MemoryStore, PostgresStore, Principal, Rollback, ServerErrors,
+    SqliteStore, StoredResponse, Transactional,
 };
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -261,8 +261,12 @@ async fn postgres_layer_app(conninfo: &str, delay: Duration) -> Result<Router, B
     let (client, connection) = tokio_postgres::connect(conninfo, NoTls).await?;
     tokio::spawn(connection);
     client.batch_execute(EFFECTS_POSTGRES).await?;
+    // The handler's 503 means its effect's INSERT failed, nothing paid: the
+    // key is freed for the retry rather than kept as its result (the default
+    // keeps a 5xx, and replays it without its `Retry-After`).
     let idempotency = IdempotencyLayer::builder(store)
         .principal(account)
+        .server_errors(ServerErrors::Release)
         .build()?;
     let app = LayerApp {
         conninfo: conninfo.to_owned(),

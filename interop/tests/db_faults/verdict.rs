@@ -117,20 +117,7 @@ pub async fn judge(
         None => problems.push("no payment completed after the fault".to_owned()),
         _ => {}
     }
-    // Throughput in the fault's last seconds against the seconds after it
-    // (the load's first second, before the fault, is its warm-up).
-    let rate = |from: tokio::time::Instant, to: tokio::time::Instant| {
-        let answered = outcome
-            .notes
-            .iter()
-            .filter(|n| n.told == Told::Answered(201) && n.at >= from && n.at < to)
-            .count();
-        answered as f64 / (to - from).as_secs_f64().max(0.001)
-    };
-    let window = Duration::from_secs(2).min(outcome.back_at - outcome.fault_started);
-    let during = rate(outcome.back_at - window, outcome.back_at);
-    let after = rate(outcome.back_at, outcome.back_at + Duration::from_secs(2));
-    let throughput_ratio = during / after.max(0.001);
+    let throughput_ratio = throughput_ratio(outcome);
     let settle = outcome.settled_at.map(|at| at - outcome.back_at);
     if settle.is_none() {
         problems.push("intents still open 60 s after the fault".to_owned());
@@ -175,4 +162,22 @@ pub async fn judge(
     }
     assert!(problems.is_empty(), "{figures}\n{}", problems.join("\n"));
     figures
+}
+
+/// Payments answered per second in the fault's last seconds against the
+/// seconds after it (the load's first second, before the fault, is its
+/// warm-up).
+pub fn throughput_ratio(outcome: &Outcome) -> f64 {
+    let rate = |from: tokio::time::Instant, to: tokio::time::Instant| {
+        let answered = outcome
+            .notes
+            .iter()
+            .filter(|n| n.told == Told::Answered(201) && n.at >= from && n.at < to)
+            .count();
+        answered as f64 / (to - from).as_secs_f64().max(0.001)
+    };
+    let window = Duration::from_secs(2).min(outcome.back_at - outcome.fault_started);
+    let during = rate(outcome.back_at - window, outcome.back_at);
+    let after = rate(outcome.back_at, outcome.back_at + Duration::from_secs(2));
+    during / after.max(0.001)
 }
