@@ -258,8 +258,7 @@ fn effect_postgres<'t>(
 /// with every answer's status counted.
 async fn postgres_layer_app(conninfo: &str, delay: Duration) -> Result<Router, BoxError> {
     let store = PostgresStore::connect(conninfo).await?;
-    let (client, connection) = tokio_postgres::connect(conninfo, NoTls).await?;
-    tokio::spawn(connection);
+    let client = effects_connection(conninfo).await?;
     client.batch_execute(EFFECTS_POSTGRES).await?;
     // The handler's 503 means its effect's INSERT failed, nothing paid: the
     // key is freed for the retry rather than kept as its result (the default
@@ -304,13 +303,7 @@ async fn pay_postgres_layer(State(app): State<LayerApp>, request: Request) -> im
     let inserted = {
         let mut effects = app.effects.lock().await;
         if effects.as_ref().is_none_or(|c| c.is_closed()) {
-            *effects = match tokio_postgres::connect(&app.conninfo, NoTls).await {
-                Ok((client, connection)) => {
-                    tokio::spawn(connection);
-                    Some(client)
-                }
-                Err(_) => None,
-            };
+            *effects = effects_connection(&app.conninfo).await.ok();
         }
         match effects.as_ref() {
             Some(client) => client
@@ -343,6 +336,18 @@ async fn pay_postgres_layer(State(app): State<LayerApp>, request: Request) -> im
         effect_body(id),
     )
         .into_response()
+}
+
+/// The effects' own connection, committing durably: the fault suite's
+/// database is tuned `synchronous_commit = off`, under which a crash loses
+/// effects already answered 201 (the layer's store raises it for its own
+/// sessions only; an effect outside its transaction is the handler's to make
+/// durable).
+async fn effects_connection(conninfo: &str) -> Result<tokio_postgres::Client, BoxError> {
+    let (client, connection) = tokio_postgres::connect(conninfo, NoTls).await?;
+    tokio::spawn(connection);
+    client.batch_execute("SET synchronous_commit = on").await?;
+    Ok(client)
 }
 
 /// How many answers of each status the clients received.
