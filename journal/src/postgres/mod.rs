@@ -196,8 +196,9 @@ impl PostgresStore {
     /// Uses a connected client (its connection task already spawned) with the
     /// default statement timeout, and brings the schema to the latest version.
     /// Such a store has this one connection (operations take turns) and cannot
-    /// reconnect: when the client's connection ends, or a write-ahead's `COMMIT`
-    /// answer is lost, every later operation fails.
+    /// reconnect: when the client's connection ends, a write-ahead's `COMMIT`
+    /// answer is lost, or a write-ahead is cut off mid-transaction (its future
+    /// dropped, e.g. at its send's deadline), every later operation fails.
     ///
     /// # Errors
     /// [`JournalError::Storage`] or [`JournalError::Schema`] when the migration
