@@ -263,13 +263,13 @@ async fn postgres_layer_app(conninfo: &str, delay: Duration) -> Result<Router, B
     // The handler's 503 means its effect's INSERT failed, nothing paid: the
     // key is freed for the retry rather than kept as its result (the default
     // keeps a 5xx, and replays it without its `Retry-After`).
-    // The handler takes milliseconds: a key whose release or stored result the
-    // database's outage cut off is in progress (409) until its lease lapses,
-    // here within the fault suite's quick form rather than the default minute.
+    // Longer than the fault suite's longest outage (15 s): a result the outage
+    // kept from the store is written when the database is back, before any
+    // retry could take the key over and run the handler again.
     let idempotency = IdempotencyLayer::builder(store)
         .principal(account)
         .server_errors(ServerErrors::Release)
-        .lease(Duration::from_secs(5))
+        .lease(Duration::from_secs(30))
         .build()?;
     let app = LayerApp {
         conninfo: conninfo.to_owned(),
