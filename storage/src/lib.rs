@@ -19,6 +19,9 @@
 //! * [`headers`]: the one form both stores write headers in, and a reader of
 //!   every form either ever wrote.
 //! * [`millis`]: times and durations as `i64` milliseconds, saturating.
+//! * [`limit`]: a store's waits for one caller end a little before that
+//!   caller's deadline, so the store's own error (naming what it waited for)
+//!   reaches the caller.
 //! * `throwaway_postgres` (feature `test-util`): a PostgreSQL cluster on
 //!   127.0.0.1 for tests and benchmarks.
 //!
@@ -36,6 +39,7 @@
 
 mod error;
 pub mod headers;
+pub mod limit;
 mod migrations;
 pub mod millis;
 

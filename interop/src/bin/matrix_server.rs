@@ -6,7 +6,13 @@
 //! matrix_server memory   /tmp/…/effects.db  2000   # MemoryStore layer; effect appended to a SQLite file
 //! matrix_server sqlite   /tmp/…/server.db   2000   # transactional(SqliteStore); effect a row in the same file
 //! matrix_server postgres 'host=… dbname=…'  2000   # transactional(Arc<PostgresStore>); effect a row in the same database
+//! matrix_server postgres-layer 'host=…'     2000   # PostgresStore layer; effect an autocommit row in the same database
 //! ```
+//!
+//! The `postgres-layer` mode also counts the statuses it answered, as the
+//! clients received them (`GET /statuses`: one `STATUS COUNT` line each, a 503
+//! without `Retry-After` counted as `503-no-retry-after`), for the database
+//! fault suite.
 //!
 //! The last argument is how long the handler takes, in milliseconds. Each effect
 //! is one row of `effects (id, key, body)`; the answer names it
@@ -30,8 +36,8 @@ use http::{HeaderValue, StatusCode};
 use tower_idempotency::rusqlite::{self, params};
 use tower_idempotency::tokio_postgres::{self, NoTls, Transaction};
 use tower_idempotency::{
-    EffectFuture, IdempotencyLayer, MemoryStore, PostgresStore, Principal, Rollback, SqliteStore,
-    StoredResponse, Transactional,
+    EffectFuture, IdempotencyLayer, MemoryStore, PostgresStore, Principal, Rollback, ServerErrors,
+    SqliteStore, StoredResponse, Transactional,
 };
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -81,7 +87,8 @@ const EFFECTS_POSTGRES: &str =
 #[tokio::main]
 async fn main() -> Result<(), BoxError> {
     let mut args = std::env::args().skip(1);
-    let usage = "usage: matrix_server memory|sqlite|postgres DB_PATH|CONNINFO HANDLER_MS";
+    let usage =
+        "usage: matrix_server memory|sqlite|postgres|postgres-layer DB_PATH|CONNINFO HANDLER_MS";
     let mode = args.next().ok_or(usage)?;
     let db = args.next().ok_or(usage)?;
     let delay = Duration::from_millis(args.next().ok_or(usage)?.parse()?);
@@ -89,6 +96,7 @@ async fn main() -> Result<(), BoxError> {
         "memory" => memory_app(&db, delay)?,
         "sqlite" => sqlite_app(&db, delay)?,
         "postgres" => postgres_app(&db, delay).await?,
+        "postgres-layer" => postgres_layer_app(&db, delay).await?,
         other => return Err(format!("unknown mode {other:?}; {usage}").into()),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
@@ -243,4 +251,137 @@ fn effect_postgres<'t>(
         tokio::time::sleep(delay).await;
         Ok(created(row.get(0)))
     })
+}
+
+/// The layer on `PostgresStore`, around a route whose effect is an autocommit
+/// row of the same database (outside the claim's transaction: the layer mode),
+/// with every answer's status counted.
+async fn postgres_layer_app(conninfo: &str, delay: Duration) -> Result<Router, BoxError> {
+    let store = PostgresStore::connect(conninfo).await?;
+    let client = effects_connection(conninfo).await?;
+    client.batch_execute(EFFECTS_POSTGRES).await?;
+    // The handler's 503 means its effect's INSERT failed, nothing paid: the
+    // key is freed for the retry rather than kept as its result (the default
+    // keeps a 5xx, and replays it without its `Retry-After`).
+    // Longer than the fault suite's longest outage (15 s): a result the outage
+    // kept from the store is written when the database is back, before any
+    // retry could take the key over and run the handler again.
+    let idempotency = IdempotencyLayer::builder(store)
+        .principal(account)
+        .server_errors(ServerErrors::Release)
+        .lease(Duration::from_secs(30))
+        .build()?;
+    let app = LayerApp {
+        conninfo: conninfo.to_owned(),
+        effects: Arc::new(tokio::sync::Mutex::new(Some(client))),
+        delay,
+    };
+    let statuses = Statuses::default();
+    Ok(Router::new()
+        .route(
+            "/payments",
+            post(pay_postgres_layer).route_layer(idempotency),
+        )
+        .with_state(app)
+        .layer(axum::middleware::from_fn_with_state(
+            statuses.clone(),
+            count_status,
+        ))
+        .route("/statuses", axum::routing::get(show_statuses))
+        .with_state(statuses))
+}
+
+#[derive(Clone)]
+struct LayerApp {
+    conninfo: String,
+    /// The effects' connection, made again after the database dropped it.
+    effects: Arc<tokio::sync::Mutex<Option<tokio_postgres::Client>>>,
+    delay: Duration,
+}
+
+async fn pay_postgres_layer(State(app): State<LayerApp>, request: Request) -> impl IntoResponse {
+    let (parts, body) = request.into_parts();
+    let Ok(body) = axum::body::to_bytes(body, 64 * 1024).await else {
+        return StatusCode::BAD_REQUEST.into_response();
+    };
+    let inserted = {
+        let mut effects = app.effects.lock().await;
+        if effects.as_ref().is_none_or(|c| c.is_closed()) {
+            *effects = effects_connection(&app.conninfo).await.ok();
+        }
+        match effects.as_ref() {
+            Some(client) => client
+                .query_one(
+                    "INSERT INTO effects (key, body) VALUES ($1, $2) RETURNING id",
+                    &[
+                        &key_of(&parts),
+                        &String::from_utf8_lossy(&body).into_owned(),
+                    ],
+                )
+                .await
+                .map(|row| row.get::<_, i64>(0))
+                .ok(),
+            None => None,
+        }
+    };
+    let Some(id) = inserted else {
+        // Nothing was paid (as far as this handler can tell): the client may
+        // come back, and the layer frees the key for it.
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(http::header::RETRY_AFTER, "1")],
+        )
+            .into_response();
+    };
+    tokio::time::sleep(app.delay).await;
+    (
+        StatusCode::CREATED,
+        [(http::header::CONTENT_TYPE, "application/json")],
+        effect_body(id),
+    )
+        .into_response()
+}
+
+/// The effects' own connection, committing durably: the fault suite's
+/// database is tuned `synchronous_commit = off`, under which a crash loses
+/// effects already answered 201 (the layer's store raises it for its own
+/// sessions only; an effect outside its transaction is the handler's to make
+/// durable).
+async fn effects_connection(conninfo: &str) -> Result<tokio_postgres::Client, BoxError> {
+    let (client, connection) = tokio_postgres::connect(conninfo, NoTls).await?;
+    tokio::spawn(connection);
+    client.batch_execute("SET synchronous_commit = on").await?;
+    Ok(client)
+}
+
+/// How many answers of each status the clients received.
+#[derive(Clone, Default)]
+struct Statuses(Arc<Mutex<std::collections::BTreeMap<String, u64>>>);
+
+async fn count_status(
+    State(statuses): State<Statuses>,
+    request: Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let name = if status == StatusCode::SERVICE_UNAVAILABLE
+        && !response.headers().contains_key(http::header::RETRY_AFTER)
+    {
+        "503-no-retry-after".to_owned()
+    } else {
+        status.as_u16().to_string()
+    };
+    *statuses.0.lock().unwrap().entry(name).or_default() += 1;
+    response
+}
+
+async fn show_statuses(State(statuses): State<Statuses>) -> String {
+    statuses
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(status, count)| format!("{status} {count}\n"))
+        .collect()
 }

@@ -155,6 +155,17 @@ impl Cluster {
         }
     }
 
+    /// Stops the database (fast shutdown).
+    pub async fn stop(&self) {
+        self.blocking(|c| c.stop()).await;
+    }
+
+    /// Starts the database again; returns when it accepts connections.
+    pub async fn start_again(&self) -> Instant {
+        self.blocking(|c| c.restart()).await;
+        self.accepting().await
+    }
+
     /// The journal table's dead and live rows as the statistics collector
     /// last counted them.
     pub async fn horizon_figures(&self) -> HorizonFigures {

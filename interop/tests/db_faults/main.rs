@@ -1,9 +1,11 @@
 //! The durable half on its database's worst day (PostgreSQL).
 //!
 //! A fleet of four journal workers makes durable payments (and resumes what is
-//! due) against a payments server in tower-idempotency's strong mode on
-//! `PostgresStore`, which counts each key's effects as rows of its own
-//! database — the same PostgreSQL as the journal. While they run, the database
+//! due), and business transactions enqueue payments in an outbox that a relay
+//! sends (`outbox`), against a payments server in tower-idempotency's strong mode on
+//! `PostgresStore` and another in its layer mode on `PostgresStore` (`layer`),
+//! which count each key's effects as rows of their own database — the same
+//! PostgreSQL as the journal. While they run, the database
 //! is faulted, one scenario after another:
 //!
 //! - `terminate`: every backend of the pools terminated every 2 s
@@ -17,16 +19,23 @@
 //! After each: no key has two effects; every caller answered 2xx has its
 //! effect and its intent `succeeded`; every caller told "refused" has no
 //! effect; every intent is terminal in the journal within 60 s; no error reads
-//! as a bare driver word, an unknown outcome is never also "refused"; the first
-//! payment completes within 5 s of the database accepting connections again.
+//! as a bare driver word, an unknown outcome is never also "refused"; no send
+//! ends more than a second past its deadline (beyond the time the machine
+//! stalled this process meanwhile, which `stalls` measures); the first payment completes
+//! within 5 s of the database accepting connections again. `deadline` checks
+//! the storage waits behind that bound one by one.
 //! One line per scenario (`DB_FAULT …`) gives the figures.
 //!
 //! The quick form (this test) runs shorter faults; `interop/scripts/db_faults.sh`
 //! runs the full form (`DB_FAULTS_FULL=1`) over three seeds.
 
+mod deadline;
 mod faults;
 mod fleet;
+mod layer;
+mod outbox;
 mod sqlite;
+mod stalls;
 mod verdict;
 
 use std::time::Duration;
@@ -76,17 +85,49 @@ async fn postgres_faults_lose_and_double_nothing() {
         Fault::Horizon { for_: horizon_for },
     ];
     let server = fleet::PaymentsServer::start(cluster.conninfo()).await;
+    let layer = fleet::PaymentsServer::start_in("postgres-layer", cluster.conninfo()).await;
     // DB_FAULTS_ONLY=NAME runs one scenario (to reproduce a failure).
     let only = std::env::var("DB_FAULTS_ONLY").ok();
     for (round, fault) in scenarios.into_iter().enumerate() {
         if only.as_deref().is_some_and(|name| name != fault.name()) {
             continue;
         }
-        let fleet = Fleet::start(&cluster, &server, round, seed()).await;
-        let outcome = fleet.run_through(&cluster, &fault).await;
+        let statuses_before = layer::statuses(&layer).await;
+        let fleet = Fleet::start(&cluster, &server, &layer, round, seed()).await;
+        let (outcome, outbox) = fleet.run_through(&cluster, &fault).await;
         let effects = server.effects(&cluster).await;
         let away = fault.takes_the_database_away();
         let figures = verdict::judge(fault.name(), away, &outcome, &effects).await;
         println!("DB_FAULT {figures}");
+        // The full form's horizon is long enough for vacuum to fall behind;
+        // the quick form's eight seconds measure noise.
+        if full() && matches!(fault, Fault::Horizon { .. }) {
+            let ratio = verdict::throughput_ratio(&outcome);
+            assert!(
+                ratio >= 0.8,
+                "under the pinned horizon throughput fell to {ratio:.2} of after it"
+            );
+        }
+        let figures = outbox::judge(
+            fault.name(),
+            &cluster,
+            &outcome.journal,
+            &outbox,
+            &effects,
+            outcome.back_at,
+        )
+        .await;
+        println!("DB_FAULT {figures}");
+        let statuses = layer::statuses(&layer).await;
+        println!(
+            "DB_FAULT {}",
+            layer::judge(fault.name(), &statuses_before, &statuses)
+        );
+        if matches!(fault, Fault::Stop { .. }) {
+            assert!(
+                outbox.pass_failures > 0,
+                "the relay's passes failed while the database was away, and its warnings never said so"
+            );
+        }
     }
 }

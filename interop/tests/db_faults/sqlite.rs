@@ -6,7 +6,9 @@
 //!   journal's write lock for 10 s (`BEGIN IMMEDIATE`);
 //! - `disk_full`: the journal lives on a small tmpfs the test mounts, filled
 //!   mid-run until writes fail, then freed. Needs `mount` (root); where it is
-//!   refused the test says so and skips that scenario.
+//!   refused the test says so and skips that scenario;
+//! - `read_only`: the journal's file made read-only while open (chmod, and a
+//!   read-only remount of its small file system), then opened read-only.
 //!
 //! The verdict is the PostgreSQL scenarios' own (`verdict::judge`).
 
@@ -58,7 +60,15 @@ async fn scenario(
     let server = PaymentsServer::start_in("sqlite", server_db.to_str().unwrap()).await;
     let journals = [journal(journal_path)];
     let notes = Arc::new(Mutex::new(Vec::new()));
-    let outcome = run_load(&journals, &server.url, 0, crate::seed(), &notes, fault).await;
+    let outcome = run_load(
+        &journals,
+        std::slice::from_ref(&server.url),
+        0,
+        crate::seed(),
+        &notes,
+        fault,
+    )
+    .await;
     let figures = verdict::judge(name, true, &outcome, &effects(&server_db)).await;
     println!("DB_FAULT {figures}");
 }
@@ -102,9 +112,10 @@ struct SmallFs {
 }
 
 impl SmallFs {
-    /// The mount, or why it could not be made.
-    fn mount(size: &str) -> Result<SmallFs, String> {
-        let dir = std::env::temp_dir().join(format!("db-faults-fs-{}", std::process::id()));
+    /// The mount (`name`: one per test, as tests run at once), or why it
+    /// could not be made.
+    fn mount(size: &str, name: &str) -> Result<SmallFs, String> {
+        let dir = std::env::temp_dir().join(format!("db-faults-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         let output = Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
@@ -139,6 +150,26 @@ impl SmallFs {
     fn free(&self) {
         std::fs::remove_file(self.dir.join("filler")).unwrap();
     }
+
+    /// Remounts the file system read-only (`true`) or writable again, or says
+    /// why the kernel refused.
+    fn remount(&self, read_only: bool) -> Result<(), String> {
+        let mode = if read_only {
+            "remount,ro"
+        } else {
+            "remount,rw"
+        };
+        let output = Command::new("mount")
+            .args(["-o", mode])
+            .arg(&self.dir)
+            .output()
+            .map_err(|e| format!("mount: {e}"))?;
+        if output.status.success() {
+            Ok(())
+        } else {
+            Err(String::from_utf8_lossy(&output.stderr).trim().to_owned())
+        }
+    }
 }
 
 impl Drop for SmallFs {
@@ -150,7 +181,7 @@ impl Drop for SmallFs {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_disk_full_mid_write_loses_and_doubles_nothing() {
-    let fs = match SmallFs::mount("8m") {
+    let fs = match SmallFs::mount("8m", "disk-full") {
         Ok(fs) => Arc::new(fs),
         Err(why) => {
             eprintln!("SKIPPED sqlite_disk_full: mounting a small tmpfs was refused: {why}");
@@ -172,4 +203,94 @@ async fn sqlite_disk_full_mid_write_loses_and_doubles_nothing() {
         Instant::now()
     };
     scenario("sqlite_disk_full", &path, fault).await;
+}
+
+/// The journal file made read-only mid-run. An open connection keeps writing
+/// through `chmod` (permissions are checked when a file is opened), and the
+/// kernel refuses to remount read-only a file system with a file open for
+/// writing; so the read-only file meets the journal when it is opened again
+/// (a restart): a typed error naming the cause, and once the file is writable
+/// again every intent written before is there, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_read_only_journal_file_is_a_clear_error_and_loses_nothing() {
+    use std::os::unix::fs::PermissionsExt;
+
+    use reqwest_resilience_journal::{JournalStore, NewIntent, Worker};
+
+    let fs = match SmallFs::mount("8m", "read-only") {
+        Ok(fs) => fs,
+        Err(why) => {
+            eprintln!("SKIPPED sqlite_read_only: mounting a small tmpfs was refused: {why}");
+            return;
+        }
+    };
+    let path = fs.dir.join("journal.sqlite");
+    let worker = Worker::new("w");
+    let lease = Duration::from_secs(60);
+    let intent = |key: &str| {
+        let mut intent = NewIntent::new(key, http::Method::POST, "http://127.0.0.1:9/payments");
+        intent.deadline = Some(Duration::from_secs(3));
+        intent
+    };
+    let store = SqliteStore::open(&path).unwrap();
+    store
+        .write_ahead(&intent("before"), &worker, lease)
+        .await
+        .unwrap();
+
+    let read_only = std::fs::Permissions::from_mode(0o444);
+    std::fs::set_permissions(&path, read_only).unwrap();
+    store
+        .write_ahead(&intent("through-chmod"), &worker, lease)
+        .await
+        .expect("an open connection writes through chmod");
+    let refused = fs.remount(true);
+    assert!(
+        refused.is_err(),
+        "the kernel remounted read-only under a file open for writing"
+    );
+    println!(
+        "DB_FAULT_READ_ONLY remount while open refused: {}",
+        refused.unwrap_err()
+    );
+
+    drop(store);
+    fs.remount(true)
+        .expect("remount read-only once the journal is closed");
+    let error = SqliteStore::open(&path).expect_err("a read-only journal file");
+    let text = error.to_string();
+    println!("DB_FAULT_READ_ONLY open: {text}");
+    let lower = text.to_lowercase();
+    assert!(
+        lower.contains("read-only") || lower.contains("readonly"),
+        "the error does not name the cause: {text}"
+    );
+    assert!(
+        matches!(error, reqwest_resilience_journal::JournalError::File { .. }),
+        "{error:?}"
+    );
+    assert!(
+        text.contains("journal.sqlite"),
+        "the error names no file: {text}"
+    );
+
+    fs.remount(false).expect("remount writable");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let store = SqliteStore::open(&path).expect("the journal opens again");
+    for key in ["before", "through-chmod"] {
+        let row = store.get(key).await.unwrap();
+        assert!(row.is_some(), "{key} was lost");
+    }
+    let twice = store.write_ahead(&intent("before"), &worker, lease).await;
+    assert!(
+        matches!(
+            twice,
+            Err(reqwest_resilience_journal::JournalError::DuplicateKey { .. })
+        ),
+        "written twice: {twice:?}"
+    );
+    store
+        .write_ahead(&intent("after"), &worker, lease)
+        .await
+        .expect("writes again");
 }

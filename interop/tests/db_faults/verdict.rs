@@ -8,7 +8,8 @@ use reqwest_resilience_journal::IntentState;
 
 use std::collections::BTreeMap;
 
-use crate::fleet::{states, Outcome, Told, OVERRUN_LIMIT};
+use crate::fleet::{states, Outcome, Told, DEADLINE, OVERRUN_SLACK};
+use crate::stalls::worst_between;
 
 /// From the database accepting connections to the first payment completing.
 const RECOVERY_LIMIT: Duration = Duration::from_secs(5);
@@ -26,6 +27,8 @@ pub async fn judge(
     let mut problems = Vec::new();
     let mut doubles = 0;
     let mut lost = 0;
+    let mut worst_overrun = Duration::ZERO;
+    let mut worst_stall = Duration::ZERO;
     for note in &outcome.notes {
         let effect = effects.get(&note.key).copied().unwrap_or(0);
         let (state, row) = states
@@ -74,8 +77,20 @@ pub async fn judge(
                 }
             }
         }
-        if note.took > OVERRUN_LIMIT {
-            problems.push(format!("{}: the send took {:?}", note.key, note.took));
+        let stalled = worst_between(
+            &outcome.stalls,
+            (note.at - note.took).into_std(),
+            note.at.into_std(),
+        );
+        let overrun = note.took.saturating_sub(DEADLINE).saturating_sub(stalled);
+        worst_overrun = worst_overrun.max(overrun);
+        worst_stall = worst_stall.max(stalled);
+        if overrun > OVERRUN_SLACK {
+            problems.push(format!(
+                "{}: the send took {:?}, {overrun:?} past its deadline beyond the \
+                 {stalled:?} the process's timers ran late meanwhile",
+                note.key, note.took
+            ));
         }
         if note.refused_and_unknown {
             problems.push(format!(
@@ -102,20 +117,7 @@ pub async fn judge(
         None => problems.push("no payment completed after the fault".to_owned()),
         _ => {}
     }
-    // Throughput in the fault's last seconds against the seconds after it
-    // (the load's first second, before the fault, is its warm-up).
-    let rate = |from: tokio::time::Instant, to: tokio::time::Instant| {
-        let answered = outcome
-            .notes
-            .iter()
-            .filter(|n| n.told == Told::Answered(201) && n.at >= from && n.at < to)
-            .count();
-        answered as f64 / (to - from).as_secs_f64().max(0.001)
-    };
-    let window = Duration::from_secs(2).min(outcome.back_at - outcome.fault_started);
-    let during = rate(outcome.back_at - window, outcome.back_at);
-    let after = rate(outcome.back_at, outcome.back_at + Duration::from_secs(2));
-    let throughput_ratio = during / after.max(0.001);
+    let throughput_ratio = throughput_ratio(outcome);
     let settle = outcome.settled_at.map(|at| at - outcome.back_at);
     if settle.is_none() {
         problems.push("intents still open 60 s after the fault".to_owned());
@@ -127,7 +129,8 @@ pub async fn judge(
         "{name}: sends={sends} answered={answered} refused={refused} unknown={unknown} \
          failed={failed} end_not_recorded={unrecorded} double_effects={doubles} \
          lost_intents={lost} fault_s={fault_s:.1} recovery_s={recovery} settle_s={settle} \
-         worst_send_s={worst:.2} throughput_end_of_fault_vs_after={throughput_ratio:.2} \
+         worst_send_s={worst:.2} worst_overrun_s={overrun:.2} worst_stall_s={stall:.2} \
+         throughput_end_of_fault_vs_after={throughput_ratio:.2} \
          resume_errors={resume_errors} reasons={reasons:?}",
         sends = outcome.notes.len(),
         answered = count(|t| matches!(t, Told::Answered(_))),
@@ -139,6 +142,8 @@ pub async fn judge(
         recovery = recovery.map_or("none".to_owned(), |r| format!("{:.2}", r.as_secs_f64())),
         settle = settle.map_or("none".to_owned(), |s| format!("{:.2}", s.as_secs_f64())),
         resume_errors = outcome.resume_errors,
+        overrun = worst_overrun.as_secs_f64(),
+        stall = worst_stall.as_secs_f64(),
         worst = outcome
             .notes
             .iter()
@@ -157,4 +162,22 @@ pub async fn judge(
     }
     assert!(problems.is_empty(), "{figures}\n{}", problems.join("\n"));
     figures
+}
+
+/// Payments answered per second in the fault's last seconds against the
+/// seconds after it (the load's first second, before the fault, is its
+/// warm-up).
+pub fn throughput_ratio(outcome: &Outcome) -> f64 {
+    let rate = |from: tokio::time::Instant, to: tokio::time::Instant| {
+        let answered = outcome
+            .notes
+            .iter()
+            .filter(|n| n.told == Told::Answered(201) && n.at >= from && n.at < to)
+            .count();
+        answered as f64 / (to - from).as_secs_f64().max(0.001)
+    };
+    let window = Duration::from_secs(2).min(outcome.back_at - outcome.fault_started);
+    let during = rate(outcome.back_at - window, outcome.back_at);
+    let after = rate(outcome.back_at, outcome.back_at + Duration::from_secs(2));
+    during / after.max(0.001)
 }

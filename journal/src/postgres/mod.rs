@@ -16,6 +16,7 @@
 
 mod connection;
 mod delivery;
+mod limit;
 mod listen;
 mod migrate;
 #[cfg(all(test, feature = "test-util"))]
@@ -131,6 +132,11 @@ impl PostgresStoreBuilder {
     /// 8): as many operations run at once; more wait for a free connection, at
     /// most one statement timeout plus a second. One is made when the store
     /// connects, the others when concurrent operations need them.
+    ///
+    /// A durable send's write-ahead stops waiting — for a connection or for its
+    /// statement — shortly before the send's deadline
+    /// ([`idempotency_storage::limit`]), whatever these timeouts say: it is
+    /// refused with [`JournalError::Timeout`] naming the wait, nothing written.
     pub fn pool_size(mut self, size: usize) -> Self {
         self.pool_size = size;
         self
@@ -190,8 +196,9 @@ impl PostgresStore {
     /// Uses a connected client (its connection task already spawned) with the
     /// default statement timeout, and brings the schema to the latest version.
     /// Such a store has this one connection (operations take turns) and cannot
-    /// reconnect: when the client's connection ends, or a write-ahead's `COMMIT`
-    /// answer is lost, every later operation fails.
+    /// reconnect: when the client's connection ends, a write-ahead's `COMMIT`
+    /// answer is lost, or a write-ahead is cut off mid-transaction (its future
+    /// dropped, e.g. at its send's deadline), every later operation fails.
     ///
     /// # Errors
     /// [`JournalError::Storage`] or [`JournalError::Schema`] when the migration
@@ -267,6 +274,8 @@ impl JournalStore for PostgresStore {
         worker: &'a Worker,
         lease: Duration,
     ) -> StoreFuture<'a, Lease> {
+        // Fixed now: the intent's deadline counts from its send, just before.
+        let limit = limit::Limit::for_deadline(intent.deadline);
         Box::pin(async move {
             let until = write_ahead::write_ahead(
                 &self.pool,
@@ -285,6 +294,7 @@ impl JournalStore for PostgresStore {
                     &duration_millis(lease),
                     &InFlight.as_str(),
                 ],
+                limit,
             )
             .await?
             .ok_or_else(|| JournalError::duplicate_key(&intent.key))?;

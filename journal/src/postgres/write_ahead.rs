@@ -10,10 +10,18 @@
 //! progress`, no status, or no connection leave the outcome unknown, and the
 //! durable send says so ([`JournalError::CommitUnknown`]). Durability settings
 //! are never touched to make a fault go away.
+//!
+//! Every wait before `COMMIT` ends by the intent's own limit ([`Limit`]), so a
+//! full pool or a held lock ends in the journal's error naming what it waited
+//! for (nothing written: refused) rather than in the client cutting the write
+//! off. A write cut off all the same (the caller's future dropped) never
+//! leaves its transaction open on a pooled connection: the connection is
+//! closed, and the server rolls the transaction back.
 
 use idempotency_storage::postgres::DriverError;
 use tokio_postgres::types::ToSql;
 
+use super::limit::{within, Limit};
 use super::pool::{Pool, Pooled};
 use super::queries::XACT_STATUS;
 use crate::commit_verdict::{verdict, Verdict};
@@ -30,40 +38,28 @@ pub(super) async fn write_ahead(
     pool: &Pool,
     key: &str,
     params: &[&(dyn ToSql + Sync)],
+    limit: Limit,
 ) -> Result<Option<i64>, JournalError> {
-    let conn = pool.get().await?;
+    let conn = within(limit, "wait for a pooled connection", pool.get()).await?;
+    let conn = InTransaction(Some(conn));
     let inserted = {
-        let begin = conn.client.batch_execute("BEGIN");
-        let insert = conn.client.query(&conn.statements.write_ahead, params);
+        let begin = conn.client().batch_execute("BEGIN");
+        let insert = conn.client().query(&conn.statements().write_ahead, params);
         // Pipelined: one round trip for both.
-        bounded(pool, async { tokio::try_join!(begin, insert) }).await
+        let both = bounded(pool, async { tokio::try_join!(begin, insert) });
+        within(limit, "write-ahead statement", both).await
     };
-    let rows = match inserted {
-        Ok(((), rows)) => rows,
-        Err(error) => {
-            conn.discard(); // mid-transaction: never reuse
-            return Err(error);
-        }
-    };
+    // On an error the guard closes the connection: mid-transaction, never reused.
+    let rows = inserted?.1;
     let Some(row) = rows.first() else {
-        return match bounded(pool, conn.client.batch_execute("ROLLBACK")).await {
-            Ok(()) => Ok(None),
-            Err(error) => {
-                conn.discard();
-                Err(error)
-            }
-        };
+        bounded(pool, conn.client().batch_execute("ROLLBACK")).await?;
+        conn.finished();
+        return Ok(None);
     };
     let read = || -> Result<(i64, String), tokio_postgres::Error> {
         Ok((row.try_get("lease_until_ms")?, row.try_get("xid")?))
     };
-    let (until, xid) = match read() {
-        Ok(read) => read,
-        Err(error) => {
-            conn.discard();
-            return Err(driver(error));
-        }
-    };
+    let (until, xid) = read().map_err(driver)?;
     match commit(pool, conn).await {
         Ok(()) => Ok(Some(until)),
         Err(lost) => match status(pool, &xid).await {
@@ -80,19 +76,45 @@ pub(super) async fn write_ahead(
     }
 }
 
-/// Sends `COMMIT`; on any failure the connection is dropped (its session is in
+/// Sends `COMMIT`; on any failure the connection is closed (its session is in
 /// an unknown state) and the failure returned for the status check.
-async fn commit(pool: &Pool, conn: Pooled<'_>) -> Result<(), BoxError> {
+async fn commit(pool: &Pool, conn: InTransaction<'_>) -> Result<(), BoxError> {
     let wait = pool.timeouts().operation();
-    match tokio::time::timeout(wait, conn.client.batch_execute("COMMIT")).await {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(error)) => {
-            conn.discard();
-            Err(Box::new(DriverError::new(error)))
+    match tokio::time::timeout(wait, conn.client().batch_execute("COMMIT")).await {
+        Ok(Ok(())) => {
+            conn.finished();
+            Ok(())
         }
-        Err(_) => {
+        Ok(Err(error)) => Err(Box::new(DriverError::new(error))),
+        Err(_) => Err(format!("no answer to COMMIT within {wait:?}").into()),
+    }
+}
+
+/// A connection inside the write-ahead's transaction: closed when dropped
+/// before the transaction ended (an error, or the caller's future dropped
+/// mid-statement), so no later operation runs inside a transaction it did not
+/// open, and the server rolls this one back.
+struct InTransaction<'a>(Option<Pooled<'a>>);
+
+impl<'a> InTransaction<'a> {
+    fn client(&self) -> &tokio_postgres::Client {
+        &self.0.as_ref().expect("present until taken").client
+    }
+
+    fn statements(&self) -> &super::queries::Statements {
+        &self.0.as_ref().expect("present until taken").statements
+    }
+
+    /// The transaction ended: the connection may be reused.
+    fn finished(mut self) {
+        drop(self.0.take());
+    }
+}
+
+impl Drop for InTransaction<'_> {
+    fn drop(&mut self) {
+        if let Some(conn) = self.0.take() {
             conn.discard();
-            Err(format!("no answer to COMMIT within {wait:?}").into())
         }
     }
 }

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+use idempotency_storage::limit::Limit;
 use idempotency_storage::sqlite::{is_busy, prepare_owner_only, quick_check, switch_to_wal};
 use rusqlite::{named_params, Connection, OptionalExtension, Row, TransactionBehavior};
 
@@ -73,7 +74,9 @@ impl SqliteStoreBuilder {
     /// How long a write waits for another connection's write lock (another
     /// process on the same file) before it fails with
     /// [`JournalError::Timeout`] (default [`DEFAULT_BUSY_TIMEOUT`], 5 s). A
-    /// durable send whose write-ahead times out is refused: nothing is sent.
+    /// durable send whose write-ahead times out is refused: nothing is sent. A
+    /// write-ahead stops waiting shortly before its send's deadline when that
+    /// comes first ([`idempotency_storage::limit`]), with the same error.
     pub fn busy_timeout(mut self, timeout: Duration) -> Self {
         self.busy_timeout = timeout;
         self
@@ -210,6 +213,68 @@ impl SqliteStore {
     }
 }
 
+impl SqliteStore {
+    /// [`run`](Self::run) for a caller with a deadline: waiting for this
+    /// process's connection and for another connection's write lock ends by
+    /// `limit`, in [`JournalError::Timeout`] naming the write lock (see
+    /// [`idempotency_storage::limit`]).
+    fn run_within<T, F>(&self, limit: Limit, work: F) -> StoreFuture<'static, T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection, i64) -> Result<T, JournalError> + Send + 'static,
+    {
+        let this = self.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                let mut conn = this.lock_within(limit)?;
+                let busy = limit.shorter(this.busy_timeout, std::time::Instant::now());
+                conn.busy_timeout(busy).map_err(JournalError::storage)?;
+                let result = work(&mut conn, to_millis(SystemTime::now()));
+                // The connection's own setting again, for the next caller.
+                let restored = conn
+                    .busy_timeout(this.busy_timeout)
+                    .map_err(JournalError::storage);
+                let result = result.map_err(|error| timed_out(error, busy));
+                restored.and(result)
+            })
+            .await
+            .map_err(JournalError::storage)?
+        })
+    }
+
+    /// This process's connection, waited for until `limit` (another operation
+    /// of this process may be waiting on the write lock with it).
+    fn lock_within(
+        &self,
+        limit: Limit,
+    ) -> Result<std::sync::MutexGuard<'_, Connection>, JournalError> {
+        let started = std::time::Instant::now();
+        loop {
+            match self.conn.try_lock() {
+                Ok(conn) => return Ok(conn),
+                Err(std::sync::TryLockError::Poisoned(_)) => {
+                    return Err(JournalError::storage("journal connection poisoned"))
+                }
+                Err(std::sync::TryLockError::WouldBlock) => {}
+            }
+            if limit.left(std::time::Instant::now()) == Some(Duration::ZERO) {
+                return Err(JournalError::Timeout {
+                    operation: "write lock",
+                    after: started.elapsed(),
+                });
+            }
+            // Without a limit this blocks as every other operation does.
+            if limit == Limit::NONE {
+                return self
+                    .conn
+                    .lock()
+                    .map_err(|_| JournalError::storage("journal connection poisoned"));
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+}
+
 /// SQLite's "database is locked" after the busy timeout, as a timeout.
 fn timed_out(error: JournalError, after: Duration) -> JournalError {
     let busy = match &error {
@@ -239,9 +304,11 @@ impl JournalStore for SqliteStore {
         worker: &'a Worker,
         lease: Duration,
     ) -> StoreFuture<'a, Lease> {
+        // Fixed now: the intent's deadline counts from its send, just before.
+        let limit = Limit::for_deadline(intent.deadline);
         let intent = intent.clone();
         let worker = worker.clone();
-        self.run(move |conn, now| {
+        self.run_within(limit, move |conn, now| {
             let until = now.saturating_add(duration_millis(lease));
             let inserted = conn
                 .execute(

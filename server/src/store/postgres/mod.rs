@@ -1,6 +1,7 @@
 //! A store in PostgreSQL, for a fleet behind a load balancer: every instance claims
 //! through the same unique key.
 
+mod kept;
 mod migrate;
 mod queries;
 mod strong;
@@ -29,12 +30,18 @@ use queries::{claim_in, complete_in, PRUNE, RELEASE};
 /// than the pool's reconnect backoff allows; calls in between fail (the layer
 /// answers 503 with `Retry-After`).
 ///
+/// A response it could not store (or a key it could not release) while its
+/// database was away is kept and written again in the background once the
+/// database is back (within a minute), so the key replays it instead of
+/// running the handler again when its lease lapses.
+///
 /// Its sessions commit durably whatever the server's tuning: where
 /// `synchronous_commit` is `off`, the store sets it to `on` for its own
 /// connections (any other value is kept, never lowered), so an answer it
 /// stored survives a crash of the database.
 pub struct PostgresStore {
-    pool: Pool<Connector>,
+    /// Shared with the background writes of kept results (see `kept`).
+    pool: Arc<Pool<Connector>>,
 }
 
 /// How many connections the store opens at most: each claim, completion or
@@ -87,13 +94,13 @@ impl PostgresStore {
             conninfo: conninfo.to_owned(),
         };
         Ok(Self {
-            pool: Pool::new(
+            pool: Arc::new(Pool::new(
                 connector,
                 "idempotency store",
                 NonZeroUsize::new(MAX_POSTGRES_TRANSACTIONS).unwrap_or(NonZeroUsize::MIN),
                 POOL_WAIT,
                 Some(client),
-            ),
+            )),
         })
     }
 
@@ -200,23 +207,40 @@ impl Store for PostgresStore {
         expires_at: SystemTime,
     ) -> StoreFuture<'a, bool> {
         Box::pin(async move {
-            let client = self.client().await?;
-            complete_in(&*client, token, &completion, expires_at)
-                .await
-                .map_err(fail("store a response"))
+            let stored = async {
+                let client = self.client().await?;
+                complete_in(&*client, token, &completion, expires_at)
+                    .await
+                    .map_err(fail("store a response"))
+            }
+            .await;
+            if stored.is_err() {
+                // The handler ran: keep its result rather than let the key
+                // run again when its lease lapses.
+                let end = kept::End::Complete(completion, expires_at);
+                kept::keep(Arc::clone(&self.pool), token.clone(), end);
+            }
+            stored
         })
     }
 
     fn release<'a>(&'a self, token: &'a ClaimToken) -> StoreFuture<'a, bool> {
         Box::pin(async move {
-            let scope = &token.scope.as_bytes()[..];
-            let deleted = self
-                .client()
-                .await?
-                .execute(RELEASE, &[&scope, &(token.generation as i64)])
-                .await
-                .map_err(fail("release a key"))?;
-            Ok(deleted == 1)
+            let released = async {
+                let scope = &token.scope.as_bytes()[..];
+                let deleted = self
+                    .client()
+                    .await?
+                    .execute(RELEASE, &[&scope, &(token.generation as i64)])
+                    .await
+                    .map_err(fail("release a key"))?;
+                Ok(deleted == 1)
+            }
+            .await;
+            if released.is_err() {
+                kept::keep(Arc::clone(&self.pool), token.clone(), kept::End::Release);
+            }
+            released
         })
     }
 

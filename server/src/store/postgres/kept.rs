@@ -1,0 +1,81 @@
+//! A key's end the database was away for, written again once it is back.
+//!
+//! In the layer mode the handler's effect happened before its response is
+//! stored. When that write fails (the database restarting, a backend
+//! terminated), the key stays in progress until its lease lapses, and the
+//! next request with it runs the handler again: a second effect. So the store
+//! keeps the completion and writes it again in the background, with a backoff,
+//! until it lands or [`KEEP_TRYING_FOR`] has passed. A release (the handler's
+//! answer is not to be kept) is kept the same way, so retries are not told
+//! "in progress" for the rest of the lease. The claim's generation guards each
+//! write: once another request took the key over, a late one changes nothing.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use idempotency_storage::postgres::Pool;
+
+use super::queries::{complete_in, RELEASE};
+use super::Connector;
+use crate::record::Completion;
+use crate::store::ClaimToken;
+
+/// How long a kept result is retried: the layer's default lease, past which
+/// the key may be taken over anyway.
+pub(super) const KEEP_TRYING_FOR: Duration = Duration::from_secs(60);
+/// The first pause between two tries; it doubles up to [`MAX_PAUSE`].
+const FIRST_PAUSE: Duration = Duration::from_millis(200);
+/// The longest pause: a database that is back is written to within it.
+const MAX_PAUSE: Duration = Duration::from_secs(1);
+
+/// What is kept: the key's response, or its release.
+pub(super) enum End {
+    Complete(Completion, SystemTime),
+    Release,
+}
+
+/// Writes `end` in the background until it lands or time runs out.
+pub(super) fn keep(pool: Arc<Pool<Connector>>, token: ClaimToken, end: End) {
+    tokio::spawn(async move {
+        let give_up = tokio::time::Instant::now() + KEEP_TRYING_FOR;
+        let mut pause = FIRST_PAUSE;
+        while tokio::time::Instant::now() < give_up {
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(MAX_PAUSE);
+            let Ok(client) = pool.get().await else {
+                continue;
+            };
+            let written = match &end {
+                End::Complete(completion, expires_at) => {
+                    complete_in(&*client, &token, completion, *expires_at).await
+                }
+                End::Release => client
+                    .execute(
+                        RELEASE,
+                        &[&&token.scope.as_bytes()[..], &(token.generation as i64)],
+                    )
+                    .await
+                    .map(|deleted| deleted == 1),
+            };
+            match written {
+                Ok(true) => {
+                    tracing::info!(
+                        "idempotency store: a kept key end was written once the database came back"
+                    );
+                    return;
+                }
+                Ok(false) => {
+                    tracing::warn!(
+                        "idempotency store: a kept key end came too late: the key was taken over"
+                    );
+                    return;
+                }
+                Err(_) => {}
+            }
+        }
+        tracing::warn!(
+            after = ?KEEP_TRYING_FOR,
+            "idempotency store: a kept key end was never written; the key frees itself when its lease lapses"
+        );
+    });
+}
