@@ -19,8 +19,9 @@ use rand::{Rng, SeedableRng};
 use reqwest_resilience::reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use reqwest_resilience::time::{Clock, RecordingSleeper, Sleep, Sleeper, VirtualClock};
 use reqwest_resilience::{
-    Backoff, BoxError, Gate, GateRefusal, GateScope, Hedging, IntentEnd, IntentStart,
-    ResilientClient, RetryBudget, RetryPolicy, WriteAhead, WriteAheadFuture,
+    AttemptOutcome, Backoff, BoxError, Gate, GateRefusal, GateScope, Hedging, IntentEnd,
+    IntentStart, ResilientClient, ResponseExt, RetryBudget, RetryPolicy, WriteAhead,
+    WriteAheadFuture,
 };
 use reqwest_resilience_model::client::trace::{self, Act, Intent, Received, Told, Trace};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -525,6 +526,17 @@ async fn run(seed: u64, scenario: Scenario) -> Trace {
             write_ahead_unconfirmed: e.is_write_ahead_unconfirmed(),
         },
     };
+    let log = match &result {
+        Ok(response) => response.attempt_log(),
+        Err(e) => Some(e.attempt_log()),
+    };
+    let statuses_read = log.map_or_else(Vec::new, |log| {
+        log.attempts()
+            .iter()
+            .filter(|a| matches!(a.outcome(), AttemptOutcome::Status(_)))
+            .map(|a| a.request_id().to_string())
+            .collect()
+    });
     drop(result);
     // A copy cancelled by the race's winner may still be arriving.
     tokio::time::sleep(Duration::from_millis(5)).await;
@@ -540,6 +552,7 @@ async fn run(seed: u64, scenario: Scenario) -> Trace {
         write_ahead_asked,
         write_ahead_ends: recorder.ends.load(Ordering::SeqCst),
         told,
+        statuses_read,
     }
 }
 
@@ -581,7 +594,12 @@ async fn every_trace_of_the_real_loop_holds_every_property() {
                         retry_after: Some(1..),
                         ..
                     }
-                ),
+                )
+                // Read by the client: only then does its Retry-After bind.
+                && t.received[0]
+                    .request_id
+                    .as_ref()
+                    .is_some_and(|id| t.statuses_read.contains(id)),
         );
         for why in trace::check(&t) {
             broken.push(format!(

@@ -114,6 +114,10 @@ pub struct Trace {
     pub write_ahead_ends: u32,
     /// What the caller got.
     pub told: Told,
+    /// The request ids of the attempts whose answer the client read (its attempt
+    /// log shows a status): an attempt that timed out before it read the answer
+    /// never saw that answer's `Retry-After`.
+    pub statuses_read: Vec<String>,
 }
 
 impl Trace {
@@ -238,6 +242,15 @@ pub fn not_before_retry_after(t: &Trace) -> Result<(), String> {
         else {
             continue;
         };
+        // An answer the client never read (its attempt timed out first, on a
+        // starved host) asked nothing of it.
+        let read = r
+            .request_id
+            .as_ref()
+            .is_some_and(|id| t.statuses_read.contains(id));
+        if !read {
+            continue;
+        }
         let earliest = answered + Duration::from_secs(secs);
         for (j, later) in t.received.iter().enumerate().skip(i + 1) {
             if later.at < earliest {
