@@ -206,3 +206,74 @@ async fn a_concurrent_duplicate_is_waited_out_on_the_defaults() {
     assert!(waited >= Duration::from_millis(1800), "{waited:?}");
     assert!(waited < 6 * S, "{waited:?}");
 }
+
+/// The client and the layer on their defaults, the handler overloaded once: it
+/// answers `503` + `Retry-After: 1` to the first request, then pays. The layer frees
+/// the key after the `503` (not processed), so the client's retry under the same key
+/// reaches the handler: one payment, `201`, and the server saw the same key twice.
+#[tokio::test]
+async fn an_overloaded_handler_is_retried_through_on_the_defaults() {
+    let calls = Arc::new(AtomicU64::new(0));
+    let effects = Arc::new(AtomicU64::new(0));
+    let layer = IdempotencyLayer::builder(MemoryStore::new())
+        .principal(SinglePrincipal)
+        .build()
+        .unwrap();
+    let (counted_calls, counted_effects) = (Arc::clone(&calls), Arc::clone(&effects));
+    let app = Router::new()
+        .route(
+            "/payments",
+            post(move |headers: http::HeaderMap| {
+                let (calls, effects) = (Arc::clone(&counted_calls), Arc::clone(&counted_effects));
+                async move {
+                    let key = headers["idempotency-key"].to_str().unwrap().to_owned();
+                    if calls.fetch_add(1, Ordering::SeqCst) == 0 {
+                        return (
+                            http::StatusCode::SERVICE_UNAVAILABLE,
+                            [(http::header::RETRY_AFTER, "1")],
+                            key,
+                        );
+                    }
+                    effects.fetch_add(1, Ordering::SeqCst);
+                    (
+                        http::StatusCode::CREATED,
+                        [(http::header::RETRY_AFTER, "0")],
+                        key,
+                    )
+                }
+            }),
+        )
+        .layer(layer);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/payments", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let started = Instant::now();
+    let response = ResilientClient::new()
+        .post(&url)
+        .body("1500")
+        .send()
+        .await
+        .expect("the retry after the 503 reaches the handler");
+    let waited = started.elapsed();
+    assert_eq!(response.status(), 201);
+    assert!(response.headers().get("idempotent-replayed").is_none());
+    let key_seen = response.text().await.unwrap();
+    assert!(!key_seen.is_empty(), "the handler saw the client's key");
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "the 503, then the payment");
+    assert_eq!(effects.load(Ordering::SeqCst), 1);
+    // The client waited the server's Retry-After out.
+    assert!(waited >= Duration::from_millis(950), "{waited:?}");
+
+    // The key is now kept: the same key again is a replay, not a second payment.
+    let again = ResilientClient::new()
+        .post(&url)
+        .idempotency_key(&key_seen)
+        .body("1500")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 201);
+    assert_eq!(again.headers()["idempotent-replayed"], "true");
+    assert_eq!(effects.load(Ordering::SeqCst), 1);
+}

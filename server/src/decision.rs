@@ -18,6 +18,9 @@ use crate::refusal::{Refusal, RefusalKind};
 /// had an effect before failing, and executing the retry could repeat it. Choose
 /// [`ServerErrors::Release`] for handlers whose 5xx guarantees no effect (a database
 /// transaction rolled back), so a retry executes again.
+///
+/// Under either policy, a `503 Service Unavailable` (and a `408`, `425` or `429`) frees
+/// the key: those statuses say the request was not processed, and ask for a retry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum ServerErrors {
@@ -124,8 +127,15 @@ pub(crate) enum AfterHandler {
     Release,
 }
 
+/// Whatever [`ServerErrors`] says, a handler's answer that by its definition was not
+/// processed — `408 Request Timeout`, `425 Too Early`, `429 Too Many Requests`, `503
+/// Service Unavailable` (RFC 9110 §15, RFC 8470, RFC 6585) — frees the key: kept, it
+/// would be replayed to every retry under the key, and a client that retries it as
+/// the status asks could never reach the handler again.
 pub(crate) fn after_handler(status: StatusCode, policy: ServerErrors) -> AfterHandler {
+    let not_processed = matches!(status.as_u16(), 408 | 425 | 429 | 503);
     match (status.is_server_error(), policy) {
+        _ if not_processed => AfterHandler::Release,
         (true, ServerErrors::Release) => AfterHandler::Release,
         _ => AfterHandler::Keep,
     }
@@ -254,6 +264,15 @@ mod tests {
             (500, ServerErrors::Store, AfterHandler::Keep),
             (500, ServerErrors::Release, AfterHandler::Release),
             (503, ServerErrors::Release, AfterHandler::Release),
+            (502, ServerErrors::Store, AfterHandler::Keep),
+            (504, ServerErrors::Store, AfterHandler::Keep),
+            (409, ServerErrors::Store, AfterHandler::Keep),
+            // Not processed, by the status's own definition: freed under either policy.
+            (503, ServerErrors::Store, AfterHandler::Release),
+            (429, ServerErrors::Store, AfterHandler::Release),
+            (429, ServerErrors::Release, AfterHandler::Release),
+            (408, ServerErrors::Store, AfterHandler::Release),
+            (425, ServerErrors::Store, AfterHandler::Release),
         ];
         for (status, policy, want) in cases {
             let status = StatusCode::from_u16(status).unwrap();

@@ -38,8 +38,9 @@ pub struct CounterSnapshot {
     pub other_refusals: u64,
     /// Finished responses not kept (too large, streamed, failed).
     pub not_stored: u64,
-    /// Keys freed after a 5xx ([`ServerErrors::Release`](crate::ServerErrors::Release))
-    /// or a handler error.
+    /// Keys freed after a 5xx ([`ServerErrors::Release`](crate::ServerErrors::Release)),
+    /// an answer that says it was not processed (`408`, `425`, `429`, `503`), or a
+    /// handler error.
     pub released: u64,
     /// Results that arrived after their claim lapsed and was taken over.
     pub lost_claims: u64,
