@@ -554,6 +554,119 @@ mod tests {
         }
     }
 
+    /// A report with every count different, so that a count added to the
+    /// wrong total, or not at all, shows.
+    fn counts(base: usize) -> ResumeReport {
+        ResumeReport {
+            claimed: base + 1,
+            succeeded: base + 2,
+            failed: base + 3,
+            unknown: base + 4,
+            abandoned: base + 5,
+            not_performed: base + 6,
+            lease_lost: base + 7,
+            errors: base + 8,
+            ..report(0, None)
+        }
+    }
+
+    /// The totals of several passes: each count summed, the backlog the last
+    /// pass's (what is open now, not what was open before).
+    #[test]
+    fn totals_sum_each_count_and_keep_the_last_backlog() {
+        let mut total = counts(10);
+        total.backlog = None;
+        let pass = ResumeReport {
+            backlog: report(7, None).backlog,
+            ..counts(100)
+        };
+        total.add(&pass);
+        let want = ResumeReport {
+            claimed: 112,
+            succeeded: 114,
+            failed: 116,
+            unknown: 118,
+            abandoned: 120,
+            not_performed: 122,
+            lease_lost: 124,
+            errors: 126,
+            backlog: report(7, None).backlog,
+        };
+        assert_eq!(total, want);
+        assert_eq!(total.due(), 7);
+    }
+
+    /// Each resumed intent counts once, under what its result came to, or
+    /// under why the result was not written.
+    #[test]
+    fn each_result_counts_under_its_outcome_or_why_it_was_not_written() {
+        let s = Duration::from_secs;
+        let reason = || "why".to_owned();
+        #[rustfmt::skip]
+        let rows: [(Outcome, Result<(), JournalError>, fn(&ResumeReport) -> usize); 7] = [
+            (Outcome::Succeeded { status: 201, locator: None }, Ok(()), |r| r.succeeded),
+            (Outcome::Failed { status: Some(422), reason: reason() }, Ok(()), |r| r.failed),
+            (Outcome::Unknown { status: None, retry_in: s(30), reason: reason() }, Ok(()), |r| r.unknown),
+            (Outcome::Abandoned { reason: reason() }, Ok(()), |r| r.abandoned),
+            (Outcome::NotPerformed { queued: false, status: None, retry_in: s(1), reason: reason() }, Ok(()), |r| r.not_performed),
+            (Outcome::Abandoned { reason: reason() }, Err(JournalError::lease_lost("pay-1", 2)), |r| r.lease_lost),
+            (Outcome::Abandoned { reason: reason() }, Err(JournalError::storage("disk I/O error")), |r| r.errors),
+        ];
+        for (outcome, written, field) in rows {
+            let what = format!("{outcome:?} written {written:?}");
+            let mut report = counts(0);
+            let before = report;
+            report.count(&outcome, written);
+            assert_eq!(field(&report), field(&before) + 1, "{what}");
+            // Nothing else moved: the sum of all counts grew by one.
+            let sum = |r: &ResumeReport| {
+                r.claimed
+                    + r.succeeded
+                    + r.failed
+                    + r.unknown
+                    + r.abandoned
+                    + r.not_performed
+                    + r.lease_lost
+                    + r.errors
+            };
+            assert_eq!(sum(&report), sum(&before) + 1, "{what}");
+        }
+    }
+
+    /// What stays open, read from the backlog: due now and when next, or
+    /// nothing known when it could not be counted.
+    #[test]
+    fn a_report_says_what_is_due_and_when_next() {
+        let due_now = report(3, None);
+        assert_eq!(due_now.due(), 3);
+        let backlog = due_now.backlog.expect("counted");
+        assert_eq!(due_now.next_due(), Some(backlog.now));
+        let later = report(0, Some(Duration::from_secs(90)));
+        assert_eq!(later.due(), 0);
+        assert_eq!(
+            later.next_due(),
+            Some(later.backlog.expect("counted").now + Duration::from_secs(90))
+        );
+        let uncounted = ResumeReport::default();
+        assert_eq!((uncounted.due(), uncounted.next_due()), (0, None));
+    }
+
+    /// The resumer's `Debug` names what an operator needs to tell resumers
+    /// apart in a log: the journal, the batch, whether a result hook is set.
+    #[cfg(feature = "sqlite")]
+    #[tokio::test]
+    async fn a_resumer_debugs_as_its_journal_batch_and_hook() {
+        let journal = Journal::new(crate::sqlite::SqliteStore::open_in_memory().expect("journal"));
+        let client = ResilientClient::new();
+        let shown = format!("{:?}", journal.resumer(&client).batch(7));
+        assert!(shown.starts_with("Resumer {"), "{shown}");
+        assert!(shown.contains("journal: Journal {"), "{shown}");
+        assert!(shown.contains("batch: 7"), "{shown}");
+        assert!(shown.contains("on_result: false"), "{shown}");
+        let hooked = format!("{:?}", journal.resumer(&client).on_result(|_| {}));
+        assert!(hooked.contains("on_result: true"), "{hooked}");
+    }
+
     #[test]
     fn the_loop_waits_until_the_next_due_time_at_most_the_interval() {
         let interval = Duration::from_secs(30);
