@@ -667,6 +667,102 @@ mod tests {
         assert!(hooked.contains("on_result: true"), "{hooked}");
     }
 
+    /// A journal whose worker is a restarted process of the worker that wrote
+    /// `keys` ahead: its claims take them back at once. With one run allowed,
+    /// each claimed intent is abandoned without a send.
+    #[cfg(feature = "sqlite")]
+    async fn taken_back_at_once(
+        keys: &[&str],
+    ) -> (Journal, crate::unrecorded::tests::counted::Calls) {
+        use crate::store::JournalStore;
+        use crate::unrecorded::tests::counted::CountedStore;
+        let (store, calls) = CountedStore::new(0);
+        let dead = crate::worker::Worker::with_incarnation("relay", "before the crash");
+        for key in keys {
+            let intent = crate::record::NewIntent::new(
+                *key,
+                http::Method::POST,
+                "http://127.0.0.1:9/payments",
+            );
+            store
+                .write_ahead(&intent, &dead, Duration::from_secs(300))
+                .await
+                .expect("written ahead");
+        }
+        let journal = Journal::builder(store)
+            .worker(crate::worker::Worker::with_incarnation(
+                "relay",
+                "restarted",
+            ))
+            .max_runs(1)
+            .build()
+            .expect("journal");
+        (journal, calls)
+    }
+
+    /// A drain takes one pass per batch while intents stay due, and no pass
+    /// more once the last one left nothing due.
+    #[cfg(feature = "sqlite")]
+    #[tokio::test]
+    async fn a_drain_passes_while_intents_are_due_and_stops_when_none_are() {
+        use std::sync::atomic::Ordering;
+        let (journal, calls) = taken_back_at_once(&["pay-1", "pay-2"]).await;
+        let totals = journal
+            .resumer(&ResilientClient::new())
+            .batch(1)
+            .drain()
+            .await
+            .expect("drained");
+        assert_eq!((totals.claimed, totals.abandoned), (2, 2));
+        assert_eq!(totals.due(), 0);
+        assert_eq!(
+            calls.claims.load(Ordering::SeqCst),
+            2,
+            "one pass per intent"
+        );
+    }
+
+    /// A result hook that panics loses nothing but its own call: the result is
+    /// written, and the pass counts the intent among its errors.
+    #[cfg(feature = "sqlite")]
+    #[tokio::test]
+    async fn a_panicking_result_hook_counts_as_an_error() {
+        let (journal, _) = taken_back_at_once(&["pay-1"]).await;
+        let report = journal
+            .resumer(&ResilientClient::new())
+            .on_result(|_| panic!("the application's hook failed"))
+            .run_once()
+            .await
+            .expect("one pass");
+        assert_eq!((report.claimed, report.errors, report.abandoned), (1, 1, 0));
+        let row = journal
+            .get("pay-1")
+            .await
+            .expect("read")
+            .expect("journaled");
+        assert_eq!(row.state, crate::state::IntentState::Abandoned);
+    }
+
+    /// With nothing open, the background loop makes one pass and then waits for
+    /// its interval (or a wake, or the stop): it never spins on the store.
+    #[cfg(feature = "sqlite")]
+    #[tokio::test]
+    async fn an_idle_background_loop_waits_instead_of_spinning() {
+        use std::sync::atomic::Ordering;
+        let (journal, calls) = taken_back_at_once(&[]).await;
+        let handle = journal
+            .resumer(&ResilientClient::new())
+            .spawn(Duration::from_secs(60));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let totals = handle.stop().await;
+        assert_eq!(totals.claimed, 0);
+        assert_eq!(
+            calls.claims.load(Ordering::SeqCst),
+            1,
+            "one pass, then a wait"
+        );
+    }
+
     #[test]
     fn the_loop_waits_until_the_next_due_time_at_most_the_interval() {
         let interval = Duration::from_secs(30);

@@ -135,7 +135,7 @@ fn kept_pause(key: &str, tries: u32) -> Duration {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -191,6 +191,7 @@ mod tests {
         ];
         for (what, failures, lost, writes, heard) in rows {
             let (store, calls) = CountedStore::new(failures);
+            let calls = calls.records;
             let journal = Journal::new(store);
             let intent = crate::record::NewIntent::new(
                 what,
@@ -220,10 +221,10 @@ mod tests {
         }
     }
 
-    /// A SQLite store that counts the results written to it, and fails the
-    /// first ones as a database away would.
+    /// A SQLite store that counts the claims and the results written to it,
+    /// and fails the first results as a database away would.
     #[cfg(feature = "sqlite")]
-    mod counted {
+    pub(crate) mod counted {
         use std::sync::atomic::{AtomicUsize, Ordering};
         use std::sync::Arc;
         use std::time::Duration;
@@ -237,22 +238,29 @@ mod tests {
         use crate::store::{JournalStore, StoreFuture};
         use crate::worker::Worker;
 
-        pub(super) struct CountedStore {
+        pub(crate) struct CountedStore {
             inner: SqliteStore,
-            records: Arc<AtomicUsize>,
+            calls: Calls,
             failures: AtomicUsize,
         }
 
+        /// How often the store was asked to claim and to record.
+        #[derive(Clone, Default)]
+        pub(crate) struct Calls {
+            pub(crate) claims: Arc<AtomicUsize>,
+            pub(crate) records: Arc<AtomicUsize>,
+        }
+
         impl CountedStore {
-            /// The store, and the count of its `record` calls.
-            pub(super) fn new(failures: usize) -> (Self, Arc<AtomicUsize>) {
-                let records = Arc::new(AtomicUsize::new(0));
+            /// The store, failing its first `failures` records, and its calls.
+            pub(crate) fn new(failures: usize) -> (Self, Calls) {
+                let calls = Calls::default();
                 let store = Self {
                     inner: SqliteStore::open_in_memory().expect("an in-memory journal"),
-                    records: Arc::clone(&records),
+                    calls: calls.clone(),
                     failures: AtomicUsize::new(failures),
                 };
-                (store, records)
+                (store, calls)
             }
         }
 
@@ -271,6 +279,7 @@ mod tests {
                 lease: Duration,
                 limit: usize,
             ) -> StoreFuture<'a, Vec<Claimed>> {
+                self.calls.claims.fetch_add(1, Ordering::SeqCst);
                 self.inner.claim(worker, lease, limit)
             }
             fn take_over<'a>(
@@ -282,7 +291,7 @@ mod tests {
                 self.inner.take_over(key, worker, lease)
             }
             fn record<'a>(&'a self, lease: &'a Lease, outcome: &'a Outcome) -> StoreFuture<'a, ()> {
-                self.records.fetch_add(1, Ordering::SeqCst);
+                self.calls.records.fetch_add(1, Ordering::SeqCst);
                 let away = self
                     .failures
                     .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
