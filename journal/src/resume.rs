@@ -603,14 +603,56 @@ mod tests {
         let s = Duration::from_secs;
         let reason = || "why".to_owned();
         #[rustfmt::skip]
-        let rows: [(Outcome, Result<(), JournalError>, fn(&ResumeReport) -> usize); 7] = [
-            (Outcome::Succeeded { status: 201, locator: None }, Ok(()), |r| r.succeeded),
-            (Outcome::Failed { status: Some(422), reason: reason() }, Ok(()), |r| r.failed),
-            (Outcome::Unknown { status: None, retry_in: s(30), reason: reason() }, Ok(()), |r| r.unknown),
-            (Outcome::Abandoned { reason: reason() }, Ok(()), |r| r.abandoned),
-            (Outcome::NotPerformed { queued: false, status: None, retry_in: s(1), reason: reason() }, Ok(()), |r| r.not_performed),
-            (Outcome::Abandoned { reason: reason() }, Err(JournalError::lease_lost("pay-1", 2)), |r| r.lease_lost),
-            (Outcome::Abandoned { reason: reason() }, Err(JournalError::storage("disk I/O error")), |r| r.errors),
+        type Count = fn(&ResumeReport) -> usize;
+        let rows: [(Outcome, Result<(), JournalError>, Count); 7] = [
+            (
+                Outcome::Succeeded {
+                    status: 201,
+                    locator: None,
+                },
+                Ok(()),
+                |r| r.succeeded,
+            ),
+            (
+                Outcome::Failed {
+                    status: Some(422),
+                    reason: reason(),
+                },
+                Ok(()),
+                |r| r.failed,
+            ),
+            (
+                Outcome::Unknown {
+                    status: None,
+                    retry_in: s(30),
+                    reason: reason(),
+                },
+                Ok(()),
+                |r| r.unknown,
+            ),
+            (Outcome::Abandoned { reason: reason() }, Ok(()), |r| {
+                r.abandoned
+            }),
+            (
+                Outcome::NotPerformed {
+                    queued: false,
+                    status: None,
+                    retry_in: s(1),
+                    reason: reason(),
+                },
+                Ok(()),
+                |r| r.not_performed,
+            ),
+            (
+                Outcome::Abandoned { reason: reason() },
+                Err(JournalError::lease_lost("pay-1", 2)),
+                |r| r.lease_lost,
+            ),
+            (
+                Outcome::Abandoned { reason: reason() },
+                Err(JournalError::storage("disk I/O error")),
+                |r| r.errors,
+            ),
         ];
         for (outcome, written, field) in rows {
             let what = format!("{outcome:?} written {written:?}");
