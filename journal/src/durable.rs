@@ -286,3 +286,84 @@ pub(crate) fn unknown(
         reason: reason.to_owned(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A per-intent retention wins over the journal's; without one the
+    /// journal's holds.
+    #[test]
+    fn an_intents_own_retention_overrides_the_journals() {
+        let hour = Duration::from_secs(3_600);
+        let journals = Duration::from_secs(23 * 3_600);
+        assert_eq!(
+            DurableOptions::new().retention(hour).retention_or(journals),
+            hour
+        );
+        assert_eq!(DurableOptions::new().retention_or(journals), journals);
+    }
+
+    /// The first run's outcome for every kind of end: a final response is
+    /// terminal (success with its locator, or failure), a 409 or a give-up
+    /// whose outcome is unknown is resumed later, a give-up that provably did
+    /// nothing is a failure the journal must never send again.
+    #[test]
+    fn the_first_run_comes_to_what_the_caller_saw() {
+        let s = Duration::from_secs;
+        let code = |c: u16| Some(StatusCode::from_u16(c).expect("status"));
+        let mut located = HeaderMap::new();
+        located.insert(
+            http::header::LOCATION,
+            "/payments/7".parse().expect("value"),
+        );
+        let succeeded = |status, locator: Option<&str>| Outcome::Succeeded {
+            status,
+            locator: locator.map(str::to_owned),
+        };
+        let failed = |status, reason: &str| Outcome::Failed {
+            status,
+            reason: reason.to_owned(),
+        };
+        let unknown = |status, retry_in, reason: &str| Outcome::Unknown {
+            status,
+            retry_in,
+            reason: reason.to_owned(),
+        };
+        #[rustfmt::skip]
+        let rows = [
+            // (what, status, headers, gave up, outcome unknown, Retry-After, outcome)
+            ("created, with where", code(201), Some(&located), None, false, None, succeeded(201, Some("/payments/7"))),
+            ("a redirection is final", code(303), None, None, false, None, succeeded(303, None)),
+            ("a refusal is final", code(422), None, None, false, None, failed(Some(422), "final status 422 Unprocessable Entity")),
+            ("no response at all", None, None, None, false, None, failed(None, "ended without a response")),
+            ("in progress elsewhere", code(409), None, None, false, None, unknown(Some(409), s(30), "409 in progress")),
+            ("in progress, come back later", code(409), None, None, false, Some(s(90)), unknown(Some(409), s(90), "409 in progress")),
+            ("gave up, may have been done", None, None, Some("deadline"), true, None, unknown(None, s(30), "deadline")),
+            ("gave up on a 409", code(409), None, Some("attempts"), false, None, unknown(Some(409), s(30), "attempts")),
+            ("gave up, provably not done", code(503), None, Some("attempts"), false, None, failed(Some(503), "attempts")),
+        ];
+        for (what, status, headers, gave_up, outcome_unknown, retry_after, want) in rows {
+            let got = first_run_outcome_of(
+                status,
+                headers,
+                gave_up,
+                outcome_unknown,
+                retry_after,
+                s(30),
+            );
+            assert_eq!(got, want, "{what}");
+        }
+    }
+
+    /// Credentials in the URL are never journaled; the rest of it is kept.
+    #[test]
+    fn a_journaled_url_has_no_credentials() {
+        let url =
+            reqwest::Url::parse("http://pay:s3cret@127.0.0.1:8080/payments?id=7").expect("url");
+        assert_eq!(
+            without_userinfo(&url),
+            "http://127.0.0.1:8080/payments?id=7"
+        );
+    }
+}

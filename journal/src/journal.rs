@@ -306,3 +306,181 @@ impl JournalBuilder {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `build` refuses, each alone on otherwise valid settings, and what
+    /// it accepts at the edge.
+    #[cfg(feature = "sqlite")]
+    #[test]
+    fn a_journal_is_built_only_from_settings_that_can_work() {
+        use crate::sqlite::SqliteStore;
+        let builder = || Journal::builder(SqliteStore::open_in_memory().expect("journal"));
+        let s = Duration::from_secs;
+        #[rustfmt::skip]
+        let rows: [(&str, JournalBuilder, Option<&str>); 8] = [
+            ("the defaults", builder(), None),
+            ("no retention", builder().retention(Duration::ZERO), Some("retention")),
+            ("no resume lease", builder().resume_lease(Duration::ZERO), Some("resume lease")),
+            ("no run allowed", builder().max_runs(0), Some("max runs")),
+            ("one run allowed", builder().max_runs(1), None),
+            ("no worker name", builder().worker(Worker::with_incarnation("", "1")), Some("worker")),
+            ("no incarnation", builder().worker(Worker::with_incarnation("relay", "")), Some("worker")),
+            ("short settings", builder().retention(s(1)).resume_lease(s(1)).lease_margin(Duration::ZERO), None),
+        ];
+        for (what, builder, refused) in rows {
+            match (builder.build(), refused) {
+                (Ok(_), None) => {}
+                (Err(JournalError::InvalidConfig(why)), Some(names)) => {
+                    assert!(why.contains(names), "{what}: {why}");
+                }
+                (got, want) => panic!("{what}: {got:?}, want refused for {want:?}"),
+            }
+        }
+    }
+
+    /// The settings a builder was given are the journal's.
+    #[cfg(feature = "sqlite")]
+    #[test]
+    fn a_journal_keeps_the_settings_it_was_built_with() {
+        use crate::sqlite::SqliteStore;
+        let s = Duration::from_secs;
+        let worker = Worker::with_incarnation("relay-7", "boot-3");
+        let journal = Journal::builder(SqliteStore::open_in_memory().expect("journal"))
+            .retention(s(3_600))
+            .resume_lease(s(120))
+            .lease_margin(s(7))
+            .unknown_retry_after(s(9))
+            .max_runs(4)
+            .exclude_header(HeaderName::from_static("x-signature"))
+            .worker(worker.clone())
+            .build()
+            .expect("valid");
+        let settings = journal.settings();
+        assert_eq!(settings.retention, s(3_600));
+        assert_eq!(settings.resume_lease, s(120));
+        assert_eq!(settings.lease_margin, s(7));
+        assert_eq!(settings.unknown_retry_after, s(9));
+        assert_eq!(settings.max_runs, 4);
+        assert_eq!(
+            settings.excluded_headers,
+            [HeaderName::from_static("x-signature")]
+        );
+        assert_eq!(journal.worker(), &worker);
+        assert_eq!(journal.lease_for(Some(s(10))), s(17));
+        assert_eq!(journal.lease_for(None), s(120));
+        let named = Journal::builder(SqliteStore::open_in_memory().expect("journal"))
+            .worker_name("relay-8")
+            .build()
+            .expect("valid");
+        assert_eq!(named.worker().name(), "relay-8");
+        let shown = format!("{journal:?}");
+        assert!(
+            shown.contains("relay-7") && shown.contains("max_runs: 4"),
+            "{shown}"
+        );
+        let builder = Journal::builder(SqliteStore::open_in_memory().expect("journal"));
+        assert_eq!(format!("{builder:?}"), "JournalBuilder { .. }");
+    }
+
+    /// Writes `keys` ahead and records each as succeeded.
+    #[cfg(feature = "sqlite")]
+    async fn finished(journal: &Journal, keys: &[&str]) {
+        for key in keys {
+            let intent =
+                crate::record::NewIntent::new(*key, http::Method::PUT, "http://127.0.0.1:9/p");
+            let lease = journal
+                .store()
+                .write_ahead(&intent, journal.worker(), Duration::from_secs(60))
+                .await
+                .expect("written ahead");
+            let done = crate::record::Outcome::Succeeded {
+                status: 200,
+                locator: None,
+            };
+            journal
+                .store()
+                .record(&lease, &done)
+                .await
+                .expect("recorded");
+        }
+    }
+
+    /// Pages end exactly where the rows do: a full page points to the next,
+    /// a short one (or an empty one) is the last.
+    #[cfg(feature = "sqlite")]
+    #[tokio::test]
+    async fn pages_follow_each_other_until_a_short_one() {
+        let journal = Journal::new(crate::sqlite::SqliteStore::open_in_memory().expect("journal"));
+        finished(&journal, &["a", "b", "c"]).await;
+        let keys = |page: &ListPage| {
+            page.records
+                .iter()
+                .map(|r| r.key.clone())
+                .collect::<Vec<_>>()
+        };
+        let first = journal
+            .list_page(IntentState::Succeeded, None, 2)
+            .await
+            .expect("page");
+        assert_eq!(keys(&first), ["a", "b"]);
+        let after = first.next.as_ref().expect("a full page has a next one");
+        let second = journal
+            .list_page(IntentState::Succeeded, Some(after), 2)
+            .await
+            .expect("page");
+        assert_eq!(keys(&second), ["c"]);
+        assert!(second.next.is_none(), "a short page is the last");
+        let all = journal
+            .list_page(IntentState::Succeeded, None, 3)
+            .await
+            .expect("page");
+        let after = all.next.as_ref().expect("a full page has a next one");
+        let empty = journal
+            .list_page(IntentState::Succeeded, Some(after), 3)
+            .await
+            .expect("page");
+        assert!(empty.records.is_empty() && empty.next.is_none());
+        assert_eq!(
+            journal
+                .list(IntentState::Succeeded, 10)
+                .await
+                .expect("list")
+                .len(),
+            3
+        );
+    }
+
+    /// Pruning counts whole days: a result finished a moment ago is kept by a
+    /// one-day prune and deleted by a zero-day one.
+    #[cfg(feature = "sqlite")]
+    #[tokio::test]
+    async fn pruning_deletes_what_finished_more_than_the_days_ago() {
+        let journal = Journal::new(crate::sqlite::SqliteStore::open_in_memory().expect("journal"));
+        finished(&journal, &["a", "b"]).await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        assert_eq!(journal.prune_older_than_days(1).await.expect("pruned"), 0);
+        assert_eq!(journal.prune_older_than_days(0).await.expect("pruned"), 2);
+        assert!(journal.get("a").await.expect("read").is_none());
+    }
+
+    /// An open intent is abandoned once; a second abandon finds it terminal.
+    #[cfg(feature = "sqlite")]
+    #[tokio::test]
+    async fn an_open_intent_is_abandoned_once() {
+        let journal = Journal::new(crate::sqlite::SqliteStore::open_in_memory().expect("journal"));
+        let intent = crate::record::NewIntent::new("a", http::Method::PUT, "http://127.0.0.1:9/p");
+        journal
+            .store()
+            .write_ahead(&intent, journal.worker(), Duration::from_secs(60))
+            .await
+            .expect("written ahead");
+        assert!(journal.abandon("a", "reconciled").await.expect("abandon"));
+        assert!(!journal.abandon("a", "again").await.expect("abandon"));
+        assert!(!journal.abandon("never", "unknown").await.expect("abandon"));
+        let row = journal.get("a").await.expect("read").expect("journaled");
+        assert_eq!(row.state, IntentState::Abandoned);
+    }
+}

@@ -554,6 +554,257 @@ mod tests {
         }
     }
 
+    /// A report with every count different, so that a count added to the
+    /// wrong total, or not at all, shows.
+    fn counts(base: usize) -> ResumeReport {
+        ResumeReport {
+            claimed: base + 1,
+            succeeded: base + 2,
+            failed: base + 3,
+            unknown: base + 4,
+            abandoned: base + 5,
+            not_performed: base + 6,
+            lease_lost: base + 7,
+            errors: base + 8,
+            ..report(0, None)
+        }
+    }
+
+    /// The totals of several passes: each count summed, the backlog the last
+    /// pass's (what is open now, not what was open before).
+    #[test]
+    fn totals_sum_each_count_and_keep_the_last_backlog() {
+        let mut total = counts(10);
+        total.backlog = None;
+        let pass = ResumeReport {
+            backlog: report(7, None).backlog,
+            ..counts(100)
+        };
+        total.add(&pass);
+        let want = ResumeReport {
+            claimed: 112,
+            succeeded: 114,
+            failed: 116,
+            unknown: 118,
+            abandoned: 120,
+            not_performed: 122,
+            lease_lost: 124,
+            errors: 126,
+            backlog: report(7, None).backlog,
+        };
+        assert_eq!(total, want);
+        assert_eq!(total.due(), 7);
+    }
+
+    /// Each resumed intent counts once, under what its result came to, or
+    /// under why the result was not written.
+    #[test]
+    fn each_result_counts_under_its_outcome_or_why_it_was_not_written() {
+        let s = Duration::from_secs;
+        let reason = || "why".to_owned();
+        #[rustfmt::skip]
+        type Count = fn(&ResumeReport) -> usize;
+        let rows: [(Outcome, Result<(), JournalError>, Count); 7] = [
+            (
+                Outcome::Succeeded {
+                    status: 201,
+                    locator: None,
+                },
+                Ok(()),
+                |r| r.succeeded,
+            ),
+            (
+                Outcome::Failed {
+                    status: Some(422),
+                    reason: reason(),
+                },
+                Ok(()),
+                |r| r.failed,
+            ),
+            (
+                Outcome::Unknown {
+                    status: None,
+                    retry_in: s(30),
+                    reason: reason(),
+                },
+                Ok(()),
+                |r| r.unknown,
+            ),
+            (Outcome::Abandoned { reason: reason() }, Ok(()), |r| {
+                r.abandoned
+            }),
+            (
+                Outcome::NotPerformed {
+                    queued: false,
+                    status: None,
+                    retry_in: s(1),
+                    reason: reason(),
+                },
+                Ok(()),
+                |r| r.not_performed,
+            ),
+            (
+                Outcome::Abandoned { reason: reason() },
+                Err(JournalError::lease_lost("pay-1", 2)),
+                |r| r.lease_lost,
+            ),
+            (
+                Outcome::Abandoned { reason: reason() },
+                Err(JournalError::storage("disk I/O error")),
+                |r| r.errors,
+            ),
+        ];
+        for (outcome, written, field) in rows {
+            let what = format!("{outcome:?} written {written:?}");
+            let mut report = counts(0);
+            let before = report;
+            report.count(&outcome, written);
+            assert_eq!(field(&report), field(&before) + 1, "{what}");
+            // Nothing else moved: the sum of all counts grew by one.
+            let sum = |r: &ResumeReport| {
+                r.claimed
+                    + r.succeeded
+                    + r.failed
+                    + r.unknown
+                    + r.abandoned
+                    + r.not_performed
+                    + r.lease_lost
+                    + r.errors
+            };
+            assert_eq!(sum(&report), sum(&before) + 1, "{what}");
+        }
+    }
+
+    /// What stays open, read from the backlog: due now and when next, or
+    /// nothing known when it could not be counted.
+    #[test]
+    fn a_report_says_what_is_due_and_when_next() {
+        let due_now = report(3, None);
+        assert_eq!(due_now.due(), 3);
+        let backlog = due_now.backlog.expect("counted");
+        assert_eq!(due_now.next_due(), Some(backlog.now));
+        let later = report(0, Some(Duration::from_secs(90)));
+        assert_eq!(later.due(), 0);
+        assert_eq!(
+            later.next_due(),
+            Some(later.backlog.expect("counted").now + Duration::from_secs(90))
+        );
+        let uncounted = ResumeReport::default();
+        assert_eq!((uncounted.due(), uncounted.next_due()), (0, None));
+    }
+
+    /// The resumer's `Debug` names what an operator needs to tell resumers
+    /// apart in a log: the journal, the batch, whether a result hook is set.
+    #[cfg(feature = "sqlite")]
+    #[tokio::test]
+    async fn a_resumer_debugs_as_its_journal_batch_and_hook() {
+        let journal = Journal::new(crate::sqlite::SqliteStore::open_in_memory().expect("journal"));
+        let client = ResilientClient::new();
+        let shown = format!("{:?}", journal.resumer(&client).batch(7));
+        assert!(shown.starts_with("Resumer {"), "{shown}");
+        assert!(shown.contains("journal: Journal {"), "{shown}");
+        assert!(shown.contains("batch: 7"), "{shown}");
+        assert!(shown.contains("on_result: false"), "{shown}");
+        let hooked = format!("{:?}", journal.resumer(&client).on_result(|_| {}));
+        assert!(hooked.contains("on_result: true"), "{hooked}");
+    }
+
+    /// A journal whose worker is a restarted process of the worker that wrote
+    /// `keys` ahead: its claims take them back at once. With one run allowed,
+    /// each claimed intent is abandoned without a send.
+    #[cfg(feature = "sqlite")]
+    async fn taken_back_at_once(
+        keys: &[&str],
+    ) -> (Journal, crate::unrecorded::tests::counted::Calls) {
+        use crate::store::JournalStore;
+        use crate::unrecorded::tests::counted::CountedStore;
+        let (store, calls) = CountedStore::new(0);
+        let dead = crate::worker::Worker::with_incarnation("relay", "before the crash");
+        for key in keys {
+            let intent = crate::record::NewIntent::new(
+                *key,
+                http::Method::POST,
+                "http://127.0.0.1:9/payments",
+            );
+            store
+                .write_ahead(&intent, &dead, Duration::from_secs(300))
+                .await
+                .expect("written ahead");
+        }
+        let journal = Journal::builder(store)
+            .worker(crate::worker::Worker::with_incarnation(
+                "relay",
+                "restarted",
+            ))
+            .max_runs(1)
+            .build()
+            .expect("journal");
+        (journal, calls)
+    }
+
+    /// A drain takes one pass per batch while intents stay due, and no pass
+    /// more once the last one left nothing due.
+    #[cfg(feature = "sqlite")]
+    #[tokio::test]
+    async fn a_drain_passes_while_intents_are_due_and_stops_when_none_are() {
+        use std::sync::atomic::Ordering;
+        let (journal, calls) = taken_back_at_once(&["pay-1", "pay-2"]).await;
+        let totals = journal
+            .resumer(&ResilientClient::new())
+            .batch(1)
+            .drain()
+            .await
+            .expect("drained");
+        assert_eq!((totals.claimed, totals.abandoned), (2, 2));
+        assert_eq!(totals.due(), 0);
+        assert_eq!(
+            calls.claims.load(Ordering::SeqCst),
+            2,
+            "one pass per intent"
+        );
+    }
+
+    /// A result hook that panics loses nothing but its own call: the result is
+    /// written, and the pass counts the intent among its errors.
+    #[cfg(feature = "sqlite")]
+    #[tokio::test]
+    async fn a_panicking_result_hook_counts_as_an_error() {
+        let (journal, _) = taken_back_at_once(&["pay-1"]).await;
+        let report = journal
+            .resumer(&ResilientClient::new())
+            .on_result(|_| panic!("the application's hook failed"))
+            .run_once()
+            .await
+            .expect("one pass");
+        assert_eq!((report.claimed, report.errors, report.abandoned), (1, 1, 0));
+        let row = journal
+            .get("pay-1")
+            .await
+            .expect("read")
+            .expect("journaled");
+        assert_eq!(row.state, crate::state::IntentState::Abandoned);
+    }
+
+    /// With nothing open, the background loop makes one pass and then waits for
+    /// its interval (or a wake, or the stop): it never spins on the store.
+    #[cfg(feature = "sqlite")]
+    #[tokio::test]
+    async fn an_idle_background_loop_waits_instead_of_spinning() {
+        use std::sync::atomic::Ordering;
+        let (journal, calls) = taken_back_at_once(&[]).await;
+        let handle = journal
+            .resumer(&ResilientClient::new())
+            .spawn(Duration::from_secs(60));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let totals = handle.stop().await;
+        assert_eq!(totals.claimed, 0);
+        assert_eq!(
+            calls.claims.load(Ordering::SeqCst),
+            1,
+            "one pass, then a wait"
+        );
+    }
+
     #[test]
     fn the_loop_waits_until_the_next_due_time_at_most_the_interval() {
         let interval = Duration::from_secs(30);

@@ -135,7 +135,7 @@ fn kept_pause(key: &str, tries: u32) -> Duration {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -166,6 +166,161 @@ mod tests {
         ];
         for (error, expected) in table {
             assert_eq!(worth_retrying(&error), expected, "{error}");
+        }
+    }
+
+    /// How often the first attempts write a result, and what the caller hears:
+    /// a passing failure is tried again after each pause, a lost lease never
+    /// (someone else owns the intent: two more writes would only be refused by
+    /// the fence again, after the caller waited for them).
+    #[cfg(feature = "sqlite")]
+    #[tokio::test]
+    async fn the_first_attempts_write_again_only_what_may_pass() {
+        use counted::CountedStore;
+        let succeeded = Outcome::Succeeded {
+            status: 201,
+            locator: None,
+        };
+        #[rustfmt::skip]
+        let rows = [
+            // (what, storage failures first, lease lost, writes, the caller hears)
+            ("written at once", 0, false, 1, Ok(())),
+            ("a brief outage", 2, false, 3, Ok(())),
+            ("a lasting outage", usize::MAX, false, 3, Err("storage")),
+            ("a lost lease", 0, true, 1, Err("lease lost")),
+        ];
+        for (what, failures, lost, writes, heard) in rows {
+            let (store, calls) = CountedStore::new(failures);
+            let calls = calls.records;
+            let journal = Journal::new(store);
+            let intent = crate::record::NewIntent::new(
+                what,
+                http::Method::POST,
+                "http://127.0.0.1:9/payments",
+            );
+            let lease = journal
+                .store()
+                .write_ahead(&intent, journal.worker(), Duration::from_secs(60))
+                .await
+                .expect("written ahead");
+            if lost {
+                assert!(journal.abandon(what, "by hand").await.expect("abandoned"));
+            }
+            let result = record(&journal, lease, succeeded.clone()).await;
+            let result = result.map_err(|error| match error {
+                JournalError::Storage(_) => "storage",
+                error if error.is_lease_lost() => "lease lost",
+                _ => "another error",
+            });
+            assert_eq!(result, heard, "{what}");
+            assert_eq!(
+                calls.load(std::sync::atomic::Ordering::SeqCst),
+                writes,
+                "{what}: writes of the result"
+            );
+        }
+    }
+
+    /// A SQLite store that counts the claims and the results written to it,
+    /// and fails the first results as a database away would.
+    #[cfg(feature = "sqlite")]
+    pub(crate) mod counted {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Arc;
+        use std::time::Duration;
+
+        use crate::backlog::Backlog;
+        use crate::error::JournalError;
+        use crate::listing::ListCursor;
+        use crate::record::{Claimed, IntentRecord, Lease, NewIntent, Outcome};
+        use crate::sqlite::SqliteStore;
+        use crate::state::IntentState;
+        use crate::store::{JournalStore, StoreFuture};
+        use crate::worker::Worker;
+
+        pub(crate) struct CountedStore {
+            inner: SqliteStore,
+            calls: Calls,
+            failures: AtomicUsize,
+        }
+
+        /// How often the store was asked to claim and to record.
+        #[derive(Clone, Default)]
+        pub(crate) struct Calls {
+            pub(crate) claims: Arc<AtomicUsize>,
+            pub(crate) records: Arc<AtomicUsize>,
+        }
+
+        impl CountedStore {
+            /// The store, failing its first `failures` records, and its calls.
+            pub(crate) fn new(failures: usize) -> (Self, Calls) {
+                let calls = Calls::default();
+                let store = Self {
+                    inner: SqliteStore::open_in_memory().expect("an in-memory journal"),
+                    calls: calls.clone(),
+                    failures: AtomicUsize::new(failures),
+                };
+                (store, calls)
+            }
+        }
+
+        impl JournalStore for CountedStore {
+            fn write_ahead<'a>(
+                &'a self,
+                intent: &'a NewIntent,
+                worker: &'a Worker,
+                lease: Duration,
+            ) -> StoreFuture<'a, Lease> {
+                self.inner.write_ahead(intent, worker, lease)
+            }
+            fn claim<'a>(
+                &'a self,
+                worker: &'a Worker,
+                lease: Duration,
+                limit: usize,
+            ) -> StoreFuture<'a, Vec<Claimed>> {
+                self.calls.claims.fetch_add(1, Ordering::SeqCst);
+                self.inner.claim(worker, lease, limit)
+            }
+            fn take_over<'a>(
+                &'a self,
+                key: &'a str,
+                worker: &'a Worker,
+                lease: Duration,
+            ) -> StoreFuture<'a, Option<Claimed>> {
+                self.inner.take_over(key, worker, lease)
+            }
+            fn record<'a>(&'a self, lease: &'a Lease, outcome: &'a Outcome) -> StoreFuture<'a, ()> {
+                self.calls.records.fetch_add(1, Ordering::SeqCst);
+                let away = self
+                    .failures
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                    .is_ok();
+                if away {
+                    return Box::pin(async { Err(JournalError::storage("connection reset")) });
+                }
+                self.inner.record(lease, outcome)
+            }
+            fn get<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<IntentRecord>> {
+                self.inner.get(key)
+            }
+            fn list<'a>(
+                &'a self,
+                state: IntentState,
+                after: Option<&'a ListCursor>,
+                limit: usize,
+            ) -> StoreFuture<'a, Vec<IntentRecord>> {
+                self.inner.list(state, after, limit)
+            }
+            fn backlog<'a>(&'a self, worker: &'a Worker) -> StoreFuture<'a, Backlog> {
+                self.inner.backlog(worker)
+            }
+            fn abandon<'a>(&'a self, key: &'a str, reason: &'a str) -> StoreFuture<'a, bool> {
+                self.inner.abandon(key, reason)
+            }
+            fn prune<'a>(&'a self, older_than: Duration) -> StoreFuture<'a, u64> {
+                self.inner.prune(older_than)
+            }
         }
     }
 }
