@@ -160,6 +160,8 @@ case "$mode" in
     status=0
     for c in $(git diff --name-only "$base" -- "${rules[@]}" | while read -r p; do crate_of_path "$p"; done | sort -u); do
       echo "-- mutants of the changed lines in the $c crate"
+      # cargo-mutants creates its output directory, not the parents of it.
+      mkdir -p "$targets/out"
       mutants "$c" --in-diff "$diff_file" --output "$targets/out/in-diff-$c" || status=$?
     done
     exit "$status"
