@@ -2,11 +2,16 @@
 //! reads as what, each at the boundary where a slip in the loop would change the
 //! result. (The rules themselves are `decision.rs`'s, tested in its table.)
 
+use std::sync::{Arc, Mutex};
+
 use http::StatusCode;
+use reqwest_resilience::{AttemptOutcome, Gate, GateRefusal, GateScope, RetryCause};
 use wiremock::matchers::any;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::support::{client, header_values, received, single_key, FailTimes};
+use crate::support::{
+    client, client_with, header_values, received, single_key, FailTimes, Scripted,
+};
 
 /// A server that answers `503` `failures` times, then `status` for good; every
 /// request must arrive `expected` times.
@@ -63,4 +68,66 @@ async fn a_410_is_delivered_unless_it_answers_a_keyed_whole_body_resend() {
         .unwrap_err();
     assert!(error.is_completed_not_kept(), "{error}");
     assert_eq!(error.last_status(), Some(StatusCode::GONE));
+}
+
+/// A gate that admits everything and writes down each scope it is shown.
+#[derive(Clone, Default)]
+struct Witness(Arc<Mutex<Vec<String>>>);
+
+impl Witness {
+    fn saw(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+impl Gate for Witness {
+    fn name(&self) -> &str {
+        "witness"
+    }
+
+    fn admit(&self, scope: &GateScope<'_>) -> Result<(), GateRefusal> {
+        let cause = scope.retry_cause().map_or("first", |cause| match cause {
+            RetryCause::Transient => "transient",
+            RetryCause::Conflict => "conflict",
+            _ => "other",
+        });
+        let line = format!("admit {} {cause}", scope.attempt());
+        self.0.lock().unwrap().push(line);
+        Ok(())
+    }
+
+    fn attempt_finished(&self, scope: &GateScope<'_>, _: &AttemptOutcome, struggling: bool) {
+        let line = format!("finished {} struggling={struggling}", scope.attempt());
+        self.0.lock().unwrap().push(line);
+    }
+}
+
+/// Every gate is asked about each attempt under its own number, and told its end.
+#[tokio::test]
+async fn the_gates_hear_each_attempt_by_its_number() {
+    let server = MockServer::start().await;
+    Mock::given(any())
+        .respond_with(Scripted::new([
+            ResponseTemplate::new(503),
+            ResponseTemplate::new(409),
+            ResponseTemplate::new(200),
+        ]))
+        .expect(3)
+        .mount(&server)
+        .await;
+    let witness = Witness::default();
+    let (client, _) = client_with(|p| p.gate(witness.clone()));
+    let response = client.post(server.uri()).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        witness.saw(),
+        [
+            "admit 1 first",
+            "finished 1 struggling=true",
+            "admit 2 transient",
+            "finished 2 struggling=false",
+            "admit 3 conflict",
+            "finished 3 struggling=false",
+        ]
+    );
 }
