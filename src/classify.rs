@@ -531,4 +531,192 @@ mod tests {
             "425: not processed"
         );
     }
+
+    #[test]
+    fn codes_outside_the_range_are_ignored_never_a_panic() {
+        for code in [0, 42, 99, 1_000, 1_024, u16::MAX] {
+            assert_eq!(
+                StatusSet::default().with(code),
+                StatusSet::default(),
+                "{code}"
+            );
+            assert_eq!(
+                StatusSet::default().without(code),
+                StatusSet::default(),
+                "{code}"
+            );
+        }
+        let edges = StatusSet::empty().with(100).with(999);
+        assert_eq!(edges.iter().collect::<Vec<_>>(), [100, 999]);
+        assert_eq!(edges.without(100).without(999), StatusSet::empty());
+    }
+
+    /// A reqwest error to stand beside a failure kind (the kind is what the rules read).
+    fn some_error() -> reqwest::Error {
+        reqwest::Client::new()
+            .get("not a url")
+            .build()
+            .expect_err("a builder error")
+    }
+
+    #[test]
+    fn a_classifier_sees_the_attempt_as_it_was() {
+        let url: reqwest::Url = "http://127.0.0.1:1/pay".parse().unwrap();
+        let mut headers = HeaderMap::new();
+        headers.insert("x-seen", "yes".parse().unwrap());
+        let view = AttemptView {
+            method: &Method::POST,
+            url: &url,
+            attempt: 2,
+            keyed: true,
+            result: AttemptResult::Response {
+                status: StatusCode::SERVICE_UNAVAILABLE,
+                headers: &headers,
+            },
+        };
+        assert_eq!(view.method(), Method::POST);
+        assert_eq!(view.url().path(), "/pay");
+        assert_eq!(view.attempt(), 2);
+        assert!(view.is_keyed());
+        assert_eq!(view.status(), Some(StatusCode::SERVICE_UNAVAILABLE));
+        assert_eq!(
+            view.headers().map(|h| &h["x-seen"]),
+            Some(&headers["x-seen"])
+        );
+        assert_eq!(view.failure(), None);
+        assert!(matches!(
+            view.result(),
+            AttemptResult::Response { status, .. } if status == StatusCode::SERVICE_UNAVAILABLE
+        ));
+        let error = some_error();
+        let failed = AttemptView {
+            method: &Method::GET,
+            url: &url,
+            attempt: 3,
+            keyed: false,
+            result: AttemptResult::Error {
+                failure: TransportFailure::Timeout,
+                error: &error,
+            },
+        };
+        assert_eq!(failed.method(), Method::GET);
+        assert_eq!(failed.attempt(), 3);
+        assert!(!failed.is_keyed());
+        assert_eq!((failed.status(), failed.headers()), (None, None));
+        assert_eq!(failed.failure(), Some(TransportFailure::Timeout));
+        assert!(matches!(
+            failed.result(),
+            AttemptResult::Error {
+                failure: TransportFailure::Timeout,
+                ..
+            }
+        ));
+        let stop = |_: &AttemptView<'_>| Some(Decision::Stop);
+        assert_eq!(stop.classify(&view), Some(Decision::Stop));
+    }
+
+    /// What the verdict answers: retry, struggling (what a breaker counts) and
+    /// whether the attempt may have had an effect (an unknown outcome).
+    #[test]
+    fn the_verdicts_answers() {
+        use AttemptOutcome::{Cancelled, Failed, Status};
+        let status = |code| Status(StatusCode::from_u16(code).unwrap());
+        #[rustfmt::skip]
+        let rows = [
+            // (outcome, transient, safe, conflict) → (retry, struggling, may have applied)
+            ("a 503 to retry",                 status(503), true,  true,  false, (true,  true,  true)),
+            ("a 503 not safe to retry",        status(503), true,  false, false, (false, true,  true)),
+            ("a 409 in progress",              status(409), true,  true,  true,  (true,  false, true)),
+            ("a final 404",                    status(404), false, true,  false, (false, false, false)),
+            ("a 429: refused before any work", status(429), true,  true,  false, (true,  true,  false)),
+            ("a 408: not even received",       status(408), true,  true,  false, (true,  true,  false)),
+            ("a 425: refused as too early",    status(425), true,  true,  false, (true,  true,  false)),
+            ("a refused connection",           Failed(TransportFailure::Connect), true, true, false, (true, true, false)),
+            ("a timeout",                      Failed(TransportFailure::Timeout), true, false, false, (false, true, true)),
+            ("a hedge's loser, cancelled",     Cancelled, false, true, false, (false, false, true)),
+        ];
+        for (name, outcome, transient, safe, conflict, expected) in rows {
+            let verdict = Verdict {
+                outcome,
+                transient,
+                safe,
+                retry_after: None,
+                conflict,
+                too_early: false,
+            };
+            let answers = (
+                verdict.retry(),
+                verdict.struggling(),
+                verdict.may_have_applied(),
+            );
+            assert_eq!(answers, expected, "{name}");
+        }
+    }
+
+    /// The whole classification of one attempt under the default rules (or a
+    /// classifier's word), method safety last.
+    #[test]
+    fn the_classification_table() {
+        let url: reqwest::Url = "http://127.0.0.1:1/".parse().unwrap();
+        let error = some_error();
+        let mut retry_after_5 = HeaderMap::new();
+        retry_after_5.insert("retry-after", "5".parse().unwrap());
+        let none = HeaderMap::new();
+        let transient = StatusSet::default();
+        let rules = |retry_conflict_when_keyed| Rules {
+            classifier: None,
+            server_hint_header: None,
+            transient_statuses: &transient,
+            retry_conflict_when_keyed,
+        };
+        let says_retry_after =
+            |_: &AttemptView<'_>| Some(Decision::RetryAfter(Duration::from_secs(7)));
+        let respond = |status: u16, headers| AttemptResult::Response {
+            status: StatusCode::from_u16(status).unwrap(),
+            headers,
+        };
+        let fail = |failure| AttemptResult::Error {
+            failure,
+            error: &error,
+        };
+        let s = Duration::from_secs;
+        type Row<'a> = (
+            &'a str,
+            Rules<'a>,
+            Method,
+            bool,
+            AttemptResult<'a>,
+            (bool, bool, bool, bool, Option<Duration>),
+        );
+        #[rustfmt::skip]
+        let rows: Vec<Row<'_>> = vec![
+            // (rules, method, keyed, result) → (transient, safe, conflict, too early, retry after)
+            ("a keyed 503 with Retry-After",     rules(true),  Method::POST, true,  respond(503, &retry_after_5), (true,  true,  false, false, Some(s(5)))),
+            ("an unkeyed POST's 503: not read",  rules(true),  Method::POST, false, respond(503, &retry_after_5), (true,  false, false, false, None)),
+            ("a keyed 409: in progress",         rules(true),  Method::POST, true,  respond(409, &none),          (true,  true,  true,  false, None)),
+            ("a keyed 409, not waited out",      rules(false), Method::POST, true,  respond(409, &none),          (false, true,  false, false, None)),
+            ("an unkeyed 409 is final",          rules(true),  Method::PUT,  false, respond(409, &none),          (false, true,  false, false, None)),
+            ("a keyed 404 is final",             rules(true),  Method::POST, true,  respond(404, &none),          (false, true,  false, false, None)),
+            ("a 425 is retried, any method",     rules(true),  Method::POST, false, respond(425, &none),          (true,  true,  false, true,  None)),
+            ("a 500 is final by default",        rules(true),  Method::GET,  false, respond(500, &none),          (false, true,  false, false, None)),
+            ("an unkeyed POST's refused connect", rules(true), Method::POST, false, fail(TransportFailure::Connect), (true, true, false, false, None)),
+            ("an unkeyed POST's timeout",        rules(true),  Method::POST, false, fail(TransportFailure::Timeout), (true, false, false, false, None)),
+            ("a keyed POST's timeout",           rules(true),  Method::POST, true,  fail(TransportFailure::Timeout), (true, true,  false, false, None)),
+            ("an unknown failure is final",      rules(true),  Method::GET,  false, fail(TransportFailure::Other),   (false, true, false, false, None)),
+            ("a classifier's own Retry-After",   Rules { classifier: Some(&says_retry_after), ..rules(true) }, Method::GET, false, respond(500, &retry_after_5), (true, true, false, false, Some(s(7)))),
+            ("a classifier retrying an unkeyed 409", Rules { classifier: Some(&says_retry_after), ..rules(true) }, Method::PUT, false, respond(409, &none), (true, true, false, false, Some(s(7)))),
+        ];
+        for (name, rules, method, keyed, result, expected) in rows {
+            let view = AttemptView {
+                method: &method,
+                url: &url,
+                attempt: 1,
+                keyed,
+                result,
+            };
+            let v = classify(&rules, &view, &crate::clock::SystemClock);
+            let got = (v.transient, v.safe, v.conflict, v.too_early, v.retry_after);
+            assert_eq!(got, expected, "{name}");
+        }
+    }
 }

@@ -308,4 +308,119 @@ mod tests {
             TransportFailure::NoTlsBackend
         );
     }
+
+    /// hyper hands a request back unsent when its connection is gone before the
+    /// request was dispatched: a real `is_canceled()` error, below a request layer.
+    #[tokio::test]
+    async fn a_request_hyper_handed_back_unsent_never_left() {
+        use hyper_util::rt::TokioIo;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let stream = tokio::net::TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .unwrap();
+        drop(connection);
+        let unsent = sender
+            .send_request(http::Request::new(String::new()))
+            .await
+            .unwrap_err();
+        assert!(unsent.is_canceled(), "{unsent:?}");
+        let error = layer("error sending request", unsent);
+        let failure = sort(request(), &error);
+        assert_eq!(failure, TransportFailure::ClosedBeforeSend);
+        assert!(failure.is_transient() && failure.proves_not_sent());
+        // Unsent beats a timeout at the surface: nothing was written.
+        let timed_out = Surface {
+            timeout: true,
+            ..request()
+        };
+        assert_eq!(sort(timed_out, &error), TransportFailure::ClosedBeforeSend);
+    }
+
+    /// Only the peer's word proves a stream was not processed; a reset of our own
+    /// (here h2's, for the reason given) may follow a request the server acted on.
+    #[cfg(feature = "http2")]
+    #[test]
+    fn a_stream_reset_of_our_own_proves_nothing_and_a_timeout_names_it() {
+        for reason in [h2::Reason::REFUSED_STREAM, h2::Reason::CANCEL] {
+            let error = layer("error sending request", h2::Error::from(reason));
+            assert_eq!(
+                sort(request(), &error),
+                TransportFailure::StreamReset,
+                "{reason:?}"
+            );
+            let timed_out = Surface {
+                timeout: true,
+                ..request()
+            };
+            assert_eq!(
+                sort(timed_out, &error),
+                TransportFailure::Timeout,
+                "{reason:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn well_known_io_failures_in_the_words_people_search_for() {
+        use io::ErrorKind::*;
+        #[rustfmt::skip]
+        let rows = [
+            (ConnectionReset,   "connection reset by peer"),
+            (ConnectionRefused, "connection refused"),
+            (ConnectionAborted, "connection aborted"),
+            (BrokenPipe,        "connection closed (broken pipe)"),
+            (UnexpectedEof,     "connection closed before a full response"),
+            (TimedOut,          "timed out"),
+        ];
+        for (kind, phrase) in rows {
+            let error = io::Error::from(kind);
+            assert_eq!(readable_io(&error).as_deref(), Some(phrase), "{kind:?}");
+        }
+        assert_eq!(
+            readable_io(&io::Error::from(InvalidData)),
+            None,
+            "a kind of no interest"
+        );
+        assert_eq!(readable_io(&Layer("x", None)), None, "not an io::Error");
+        // A wrapper says what it says; the error it wraps is read next.
+        let wrapper = io::Error::new(ConnectionReset, Layer("tls: close_notify", None));
+        assert_eq!(readable_io(&wrapper).as_deref(), Some("tls: close_notify"));
+    }
+
+    /// The detail of a real failure: the refused connection's own words; a timeout
+    /// has nothing below reqwest's to add.
+    #[tokio::test]
+    async fn the_detail_is_the_deepest_readable_cause() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let closed = listener.local_addr().unwrap();
+        drop(listener);
+        let client = reqwest::Client::builder().no_proxy().build().unwrap();
+        let refused = client
+            .get(format!("http://{closed}/"))
+            .send()
+            .await
+            .unwrap_err();
+        assert_eq!(
+            detail(&refused).as_deref(),
+            Some("connection refused"),
+            "{refused:?}"
+        );
+        let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/", silent.local_addr().unwrap());
+        let _held = tokio::spawn(async move {
+            let (_stream, _) = silent.accept().await.unwrap();
+            std::future::pending::<()>().await;
+        });
+        let timed_out = client
+            .get(url)
+            .timeout(std::time::Duration::from_millis(50))
+            .send()
+            .await
+            .unwrap_err();
+        assert!(timed_out.is_timeout(), "{timed_out:?}");
+        assert_eq!(detail(&timed_out), None, "{timed_out:?}");
+    }
 }

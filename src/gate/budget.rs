@@ -540,6 +540,54 @@ mod tests {
         assert!(b.inner.windows.lock().get("x").is_some());
     }
 
+    /// As a gate: a first attempt deposits, a retry or a hedge withdraws, a 409's
+    /// wait is free, and an admitted attempt that was not sent gives back what it
+    /// counted.
+    #[test]
+    fn as_a_gate_first_attempts_pay_for_retries_and_unsent_ones_come_back() {
+        let (b, t) = make(0.5, 0, false);
+        let scope = |retry_cause| GateScope {
+            host: H,
+            authority: H,
+            now: t,
+            attempt: 1,
+            retry_cause,
+            attempt_duration: Duration::ZERO,
+        };
+        let first = scope(None);
+        for _ in 0..4 {
+            b.admit(&first).unwrap();
+        }
+        assert_eq!(b.available_at(H, t), 2, "half of 4 first attempts");
+        b.not_sent(&first);
+        assert_eq!(
+            b.available_at(H, t),
+            1,
+            "a first attempt not sent is no traffic"
+        );
+        let retry = scope(Some(RetryCause::Transient));
+        b.admit(&retry).unwrap();
+        assert_eq!(b.available_at(H, t), 0, "a retry is charged");
+        b.not_sent(&retry);
+        assert_eq!(b.available_at(H, t), 1, "a retry not sent is not");
+        let conflict = scope(Some(RetryCause::Conflict));
+        for _ in 0..10 {
+            b.admit(&conflict).unwrap();
+        }
+        b.not_sent(&conflict);
+        assert_eq!(b.available_at(H, t), 1, "a 409's wait is never charged");
+        let hedge = scope(Some(RetryCause::Hedge));
+        b.admit(&hedge).unwrap();
+        let refusal = b.admit(&retry).unwrap_err();
+        assert_eq!(refusal.gate(), "retry_budget");
+        assert_eq!(refusal.authority(), None, "one budget for every authority");
+        b.not_sent(&hedge);
+        b.admit(&retry).unwrap();
+        let (per_host, t) = make(0.5, 0, true);
+        let refusal = per_host.admit(&GateScope { now: t, ..retry }).unwrap_err();
+        assert_eq!(refusal.authority(), Some(H));
+    }
+
     #[test]
     fn builder_validates() {
         let build = |r, ms| {

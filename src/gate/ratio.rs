@@ -57,11 +57,37 @@ pub(crate) fn whole(count: u64) -> u128 {
 mod tests {
     use super::*;
 
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// Runs `check` on a thread of its own and fails if it has not finished within a
+    /// bound far above its run time: a correction loop that no longer converges is a
+    /// failure of this test, not a hung test binary.
+    fn finishes(check: impl FnOnce() + Send + 'static) {
+        let (done, finished) = mpsc::channel();
+        let checking = std::thread::spawn(move || {
+            check();
+            let _ = done.send(());
+        });
+        match finished.recv_timeout(Duration::from_secs(60)) {
+            Ok(()) => checking.join().expect("the check passed"),
+            // The check panicked: report its failure.
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                if let Err(panic) = checking.join() {
+                    std::panic::resume_unwind(panic);
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => panic!("the conversion did not finish"),
+        }
+    }
+
     #[test]
     fn decimal_ratios_scale_exactly() {
-        for n in 1..=SCALE {
-            assert_eq!(Millionths::floor(n as f64 / 1e6, 1).get(), n);
-        }
+        finishes(|| {
+            for n in 1..=SCALE {
+                assert_eq!(Millionths::floor(n as f64 / 1e6, 1).get(), n);
+            }
+        });
         #[rustfmt::skip]
         let rows = [
             ("below a millionth",   1e-9,        1,    0),
@@ -69,10 +95,17 @@ mod tests {
             ("capped at max",       1.5,         1,    SCALE),
             ("above one when allowed", 2.5,      1000, 2_500_000),
             ("zero",                0.0,         1,    0),
+            // The float just below 0.000218: its product rounds up to 218.0, and
+            // 218 millionths would be more than the ratio written.
+            ("a product rounded up", 0.000_217_999_999_999_999_99, 1, 217),
+            // 0.000493 × 10^6 lands just below 493.0: its floor loses a millionth.
+            ("a product rounded down", 0.000_493, 1, 493),
         ];
-        for (name, ratio, max, expected) in rows {
-            assert_eq!(Millionths::floor(ratio, max).get(), expected, "{name}");
-        }
+        finishes(move || {
+            for (name, ratio, max, expected) in rows {
+                assert_eq!(Millionths::floor(ratio, max).get(), expected, "{name}");
+            }
+        });
         assert_eq!(Millionths::floor(0.5, 1).of(3), 1_500_000);
         assert_eq!(whole(3), 3_000_000);
     }

@@ -351,6 +351,7 @@ impl AdaptiveThrottleBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gate::authority::MAX_AUTHORITIES;
 
     const A: &str = "http://api.example.com";
 
@@ -523,6 +524,36 @@ mod tests {
         let (t, base) = throttle(AdaptiveThrottle::builder().per_host(false));
         sent(&t, A, base, 1_000, true);
         assert_eq!(t.rejection_probability_at(other_port, base), 0.8);
+    }
+
+    #[test]
+    fn past_the_bound_a_new_authority_never_takes_a_busy_window() {
+        let (t, base) = throttle(AdaptiveThrottle::builder());
+        let authorities: Vec<&'static str> = (0..MAX_AUTHORITIES)
+            .map(|i| &*Box::leak(format!("http://h{i}").into_boxed_str()))
+            .collect();
+        for &authority in &authorities {
+            sent(&t, authority, base, 20, true);
+        }
+        // Every window busy: a new authority goes untracked, admitted, and its
+        // failures are counted nowhere — above all not in another's window.
+        let new = "http://new.example";
+        sent(&t, new, base, 1_000, true);
+        for _ in 0..1_000 {
+            t.admit(&scope(new, base)).unwrap();
+        }
+        assert_eq!(t.rejection_probability_at(new, base), 0.0);
+        for &authority in &authorities {
+            assert_eq!(
+                t.rejection_probability_at(authority, base),
+                0.8,
+                "{authority}"
+            );
+        }
+        // A window later every old window is idle: the new authority takes a place.
+        let later = base + Duration::from_secs(5);
+        sent(&t, new, later, 20, true);
+        assert_eq!(t.rejection_probability_at(new, later), 0.8);
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod log_capture;
 mod raw_http;
 mod support;
 
+mod attempt_loop;
 mod attempt_timeouts;
 mod bodies;
 mod breaker;

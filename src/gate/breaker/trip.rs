@@ -92,3 +92,112 @@ impl Tally {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    /// Half the attempts failing trips, from four attempts on; a window of 10 s in
+    /// slots of 1 s; a first attempt out longer than 1 s is slow.
+    fn rule(origin: Instant) -> TripRule {
+        TripRule {
+            ratio: Millionths::floor(0.5, 1),
+            minimum_throughput: 4,
+            slow_call_duration: Some(1_000 * MS),
+            epochs: Epochs::new(origin, 10_000 * MS),
+        }
+    }
+
+    #[test]
+    fn the_failures_trip_at_the_ratio_from_the_minimum_throughput() {
+        let rule = rule(Instant::now());
+        #[rustfmt::skip]
+        let rows = [
+            ("every attempt failed, below the minimum throughput", 3, 3, false),
+            ("the minimum throughput, exactly the ratio",          4, 2, true),
+            ("just under the ratio",                               5, 2, false),
+            ("past the ratio",                                     5, 3, true),
+            ("no failure",                                         4, 0, false),
+        ];
+        for (name, attempts, failures, tripped) in rows {
+            let outcomes = Outcomes { attempts, failures };
+            assert_eq!(rule.is_tripped(outcomes), tripped, "{name}");
+        }
+    }
+
+    #[test]
+    fn only_the_failure_that_brings_the_failures_to_the_ratio_trips() {
+        let rule = rule(Instant::now());
+        let mut tally = Tally::default();
+        #[rustfmt::skip]
+        let outcomes = [
+            ("1 of 1 failed: below the minimum throughput", true,  false),
+            ("2 of 2",                                      true,  false),
+            ("3 of 3",                                      true,  false),
+            ("3 of 4 is past the ratio, but a success",     false, false),
+            ("4 of 5 failed",                               true,  true),
+        ];
+        for (name, failed, tripped) in outcomes {
+            assert_eq!(tally.record(failed, 0, &rule), tripped, "{name}");
+        }
+    }
+
+    #[test]
+    fn empty_is_nothing_counted_and_nothing_out() {
+        let origin = Instant::now();
+        let rule = rule(origin);
+        let mut tally = Tally::default();
+        assert!(tally.is_empty(0), "new");
+        tally.sent(0);
+        assert!(!tally.is_empty(0), "a first attempt out");
+        tally.returned(Some(origin), &rule);
+        assert!(tally.is_empty(0), "the attempt came back");
+        let _ = tally.record(false, 0, &rule);
+        assert!(!tally.is_empty(0), "an outcome counted");
+        assert!(tally.is_empty(10), "the window moved past it");
+    }
+
+    #[test]
+    fn first_attempts_out_past_the_slow_call_duration_count_as_failures() {
+        let origin = Instant::now();
+        let rule = rule(origin);
+        let at = |ms: u64| origin + Duration::from_millis(ms);
+        let stalled =
+            |tally: &Tally, now: Instant| tally.is_stalled(now, rule.epochs.of(now), &rule);
+        // Two successes, and two first attempts out since the slot of 0 s.
+        let mut tally = Tally::default();
+        for _ in 0..2 {
+            let _ = tally.record(false, 0, &rule);
+            tally.sent(0);
+        }
+        assert!(
+            !stalled(&tally, at(1_999)),
+            "their slot is not a whole second old"
+        );
+        assert!(stalled(&tally, at(2_000)), "2 slow of 4: the ratio");
+        let slow_off = TripRule {
+            slow_call_duration: None,
+            ..rule
+        };
+        assert!(
+            !tally.is_stalled(at(60_000), 6, &slow_off),
+            "no slow call duration"
+        );
+        // One attempt out against four successes: slow, but far from the ratio.
+        let mut tally = Tally::default();
+        for _ in 0..4 {
+            let _ = tally.record(false, 0, &rule);
+        }
+        tally.sent(0);
+        assert!(!stalled(&tally, at(2_000)), "1 slow of 5");
+        // At the ratio through ended attempts alone (a success was the last), with
+        // nothing out: not a stall, whatever the window says.
+        let mut tally = Tally::default();
+        for failed in [true, true, true, false] {
+            let _ = tally.record(failed, 0, &rule);
+        }
+        assert!(!stalled(&tally, at(2_000)), "nothing out");
+    }
+}
