@@ -14,13 +14,10 @@ use crate::refusal::{Refusal, RefusalKind};
 ///
 /// # Default
 ///
-/// [`ServerErrors::Store`], as Stripe does: once the handler started, it may have
-/// had an effect before failing, and executing the retry could repeat it. Choose
-/// [`ServerErrors::Release`] for handlers whose 5xx guarantees no effect (a database
-/// transaction rolled back), so a retry executes again.
-///
-/// Under either policy, a `503 Service Unavailable` (and a `408`, `425` or `429`) frees
-/// the key: those statuses say the request was not processed, and ask for a retry.
+/// [`ServerErrors::Store`], as Stripe does: a handler that failed may have had an
+/// effect, and a retry could repeat it. [`ServerErrors::Release`] is for handlers whose
+/// 5xx guarantees none (a rolled-back transaction). Either way a `503`, `429`, `425` or
+/// `408` frees the key: each says the request was not processed, and asks for a retry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum ServerErrors {
@@ -127,17 +124,10 @@ pub(crate) enum AfterHandler {
     Release,
 }
 
-/// Whatever [`ServerErrors`] says, a handler's answer that by its definition was not
-/// processed — `408 Request Timeout`, `425 Too Early`, `429 Too Many Requests`, `503
-/// Service Unavailable` (RFC 9110 §15, RFC 8470, RFC 6585) — frees the key: kept, it
-/// would be replayed to every retry under the key, and a client that retries it as
-/// the status asks could never reach the handler again.
 pub(crate) fn after_handler(status: StatusCode, policy: ServerErrors) -> AfterHandler {
-    let not_processed = matches!(status.as_u16(), 408 | 425 | 429 | 503);
     match (status.is_server_error(), policy) {
-        _ if not_processed => AfterHandler::Release,
         (true, ServerErrors::Release) => AfterHandler::Release,
-        _ => AfterHandler::Keep,
+        _ => keep_unless_not_processed(status),
     }
 }
 
@@ -157,6 +147,18 @@ pub(crate) fn body_plan(lower: u64, upper: Option<u64>, limit: usize) -> BodyPla
         // answering would hold back every event an SSE client waits for.
         None => BodyPlan::PassThrough(NotStored::Streamed),
         Some(_) => BodyPlan::Buffer,
+    }
+}
+
+/// A handler's answer that by its definition was not processed — `408 Request
+/// Timeout`, `425 Too Early`, `429 Too Many Requests`, `503 Service Unavailable` (RFC
+/// 9110 §15, RFC 8470, RFC 6585) — frees the key whatever [`ServerErrors`] says: kept, it
+/// would be replayed to every retry under the key, and a client that retries it as the
+/// status asks could never reach the handler again.
+fn keep_unless_not_processed(status: StatusCode) -> AfterHandler {
+    match status.as_u16() {
+        408 | 425 | 429 | 503 => AfterHandler::Release,
+        _ => AfterHandler::Keep,
     }
 }
 
