@@ -131,3 +131,24 @@ async fn the_gates_hear_each_attempt_by_its_number() {
         ]
     );
 }
+
+/// Without a deadline no keyed `409` "in progress" is waited out (the deadline holds
+/// no pause), so each uses up an attempt: a server that answers `409` forever meets
+/// `max_attempts`, not an endless loop (pauses here take no time).
+#[tokio::test]
+async fn without_a_deadline_a_409_forever_ends_at_max_attempts() {
+    let (client, _) = client_with(|policy| policy.max_attempts(3).no_deadline());
+    let server = MockServer::start().await;
+    Mock::given(any())
+        .respond_with(ResponseTemplate::new(409))
+        .expect(3)
+        .mount(&server)
+        .await;
+    let sent = client.post(server.uri()).idempotency_key("order-7").send();
+    let error = tokio::time::timeout(std::time::Duration::from_secs(10), sent)
+        .await
+        .expect("the 409s end at max_attempts, not in an endless loop")
+        .unwrap_err();
+    assert_eq!(error.attempts(), 3, "{error}");
+    assert_eq!(error.last_status(), Some(StatusCode::CONFLICT));
+}
