@@ -8,7 +8,9 @@
 //! * a pooled connection closed inside hyper-util before the request was written —
 //!   hyper-util retries those itself on a reused connection, and on a fresh one the
 //!   close races the write; the classification (`ClosedBeforeSend` from hyper's
-//!   `is_canceled()`) is covered by reading, not by a test;
+//!   `is_canceled()`) is the unit test
+//!   `failure::chain::tests::a_request_hyper_handed_back_unsent_never_left`, on a real
+//!   hyper connection dropped before it dispatched the request;
 //! * a missing TLS backend — this binary needs one; the unit test
 //!   `failure::tests::https_without_a_tls_backend_is_named_and_permanent` runs the real
 //!   connector in `cargo test --lib --no-default-features`.
