@@ -63,15 +63,24 @@ impl Sleeper for JsTimerSleeper {
 #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
 const MAX_TIMER_MILLIS: u128 = i32::MAX as u128;
 
-/// Waits `duration` on the host's timer, in turns of at most [`MAX_TIMER_MILLIS`].
+/// Waits `duration` on the host's timer, in turns of at most [`MAX_TIMER_MILLIS`],
+/// until the host's monotonic clock says it is over.
 #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
 async fn host_timer(duration: Duration) {
-    let mut left = duration.as_nanos().div_ceil(1_000_000);
-    while left > 0 {
-        let turn = left.min(MAX_TIMER_MILLIS);
-        left -= turn;
+    let until = crate::clock::Instant::now().checked_add(duration);
+    let mut left = duration;
+    while !left.is_zero() {
+        let turn = left.as_nanos().div_ceil(1_000_000).min(MAX_TIMER_MILLIS);
         let millis = u32::try_from(turn).unwrap_or(i32::MAX.unsigned_abs());
         gloo_timers::future::TimeoutFuture::new(millis).await;
+        left = match until {
+            // A host's timers may keep their loop time in whole milliseconds
+            // (node's) and fire a fraction of one early: what is left is read from
+            // the monotonic clock (`performance.now()`), and waited out too.
+            Some(until) => until.saturating_duration_since(crate::clock::Instant::now()),
+            // Beyond what the clock can count: turn by turn.
+            None => left.saturating_sub(Duration::from_millis(u64::from(millis))),
+        };
     }
 }
 
