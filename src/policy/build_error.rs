@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use http::header::HeaderName;
 
-use super::settings::{DEFAULT_KEY_HEADER, DEFAULT_REQUEST_ID_HEADER, MAX_BACKOFF_DELAY};
+use super::settings::MAX_BACKOFF_DELAY;
 use crate::backoff::Backoff;
 
 pub(super) fn validate_backoff(backoff: Backoff) -> Result<(), BuildError> {
@@ -34,21 +34,10 @@ pub(super) fn header_name(setting: &'static str, name: &str) -> Result<HeaderNam
     if name.trim().is_empty() {
         return Err(BuildError::EmptyHeaderName(setting));
     }
-    let parsed =
-        HeaderName::from_bytes(name.as_bytes()).map_err(|_| BuildError::InvalidHeaderName {
-            setting,
-            name: name.to_owned(),
-        })?;
-    // Every attempt clones these names onto its request: a parsed name outside the
-    // standard set shares its bytes by reference count, a static one is copied.
-    let defaults = [
-        HeaderName::from_static(DEFAULT_KEY_HEADER),
-        HeaderName::from_static(DEFAULT_REQUEST_ID_HEADER),
-    ];
-    Ok(defaults
-        .into_iter()
-        .find(|default| *default == parsed)
-        .unwrap_or(parsed))
+    HeaderName::from_bytes(name.as_bytes()).map_err(|_| BuildError::InvalidHeaderName {
+        setting,
+        name: name.to_owned(),
+    })
 }
 
 /// A setting that makes no sense, found by [`RetryPolicyBuilder::build`](crate::RetryPolicyBuilder::build).
