@@ -36,8 +36,8 @@ use http::{HeaderValue, StatusCode};
 use tower_idempotency::rusqlite::{self, params};
 use tower_idempotency::tokio_postgres::{self, NoTls, Transaction};
 use tower_idempotency::{
-    EffectFuture, IdempotencyLayer, MemoryStore, PostgresStore, Principal, Rollback, ServerErrors,
-    SqliteStore, StoredResponse, Transactional,
+    EffectFuture, IdempotencyLayer, MemoryStore, PostgresStore, Principal, Rollback, SqliteStore,
+    StoredResponse, Transactional,
 };
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -260,15 +260,13 @@ async fn postgres_layer_app(conninfo: &str, delay: Duration) -> Result<Router, B
     let store = PostgresStore::connect(conninfo).await?;
     let client = effects_connection(conninfo).await?;
     client.batch_execute(EFFECTS_POSTGRES).await?;
-    // The handler's 503 means its effect's INSERT failed, nothing paid: the
-    // key is freed for the retry rather than kept as its result (the default
-    // keeps a 5xx, and replays it without its `Retry-After`).
-    // Longer than the fault suite's longest outage (15 s): a result the outage
-    // kept from the store is written when the database is back, before any
-    // retry could take the key over and run the handler again.
+    // The lease is longer than the fault suite's longest outage (15 s) and the
+    // handler's own look-up after a lost INSERT: a result the outage kept from
+    // the store is written when the database is back, before any retry could
+    // take the key over and run the handler again. 5xx are kept (the default):
+    // the handler answers 503, which frees the key, only when nothing was paid.
     let idempotency = IdempotencyLayer::builder(store)
         .principal(account)
-        .server_errors(ServerErrors::Release)
         .lease(Duration::from_secs(30))
         .build()?;
     let app = LayerApp {
@@ -304,42 +302,97 @@ async fn pay_postgres_layer(State(app): State<LayerApp>, request: Request) -> im
     let Ok(body) = axum::body::to_bytes(body, 64 * 1024).await else {
         return StatusCode::BAD_REQUEST.into_response();
     };
-    let inserted = {
-        let mut effects = app.effects.lock().await;
-        if effects.as_ref().is_none_or(|c| c.is_closed()) {
-            *effects = effects_connection(&app.conninfo).await.ok();
+    let key = key_of(&parts);
+    match app.pay(&key, &String::from_utf8_lossy(&body)).await {
+        Paid::Yes(id) => {
+            tokio::time::sleep(app.delay).await;
+            (
+                StatusCode::CREATED,
+                [(http::header::CONTENT_TYPE, "application/json")],
+                effect_body(id),
+            )
+                .into_response()
         }
-        match effects.as_ref() {
-            Some(client) => client
-                .query_one(
-                    "INSERT INTO effects (key, body) VALUES ($1, $2) RETURNING id",
-                    &[
-                        &key_of(&parts),
-                        &String::from_utf8_lossy(&body).into_owned(),
-                    ],
-                )
-                .await
-                .map(|row| row.get::<_, i64>(0))
-                .ok(),
-            None => None,
-        }
-    };
-    let Some(id) = inserted else {
-        // Nothing was paid (as far as this handler can tell): the client may
-        // come back, and the layer frees the key for it.
-        return (
+        // Nothing was paid: the layer frees the key for the client's retry.
+        Paid::No => (
             StatusCode::SERVICE_UNAVAILABLE,
             [(http::header::RETRY_AFTER, "1")],
         )
-            .into_response();
-    };
-    tokio::time::sleep(app.delay).await;
-    (
-        StatusCode::CREATED,
-        [(http::header::CONTENT_TYPE, "application/json")],
-        effect_body(id),
-    )
-        .into_response()
+            .into_response(),
+        // Kept by the layer and replayed: a retry must not pay a second time.
+        Paid::Unknown => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the payment's outcome is unknown; it was not repeated",
+        )
+            .into_response(),
+    }
+}
+
+/// What the layer route's effect did.
+enum Paid {
+    /// The effect's row, committed.
+    Yes(i64),
+    /// Certainly nothing.
+    No,
+    /// The database could not be asked within [`LayerApp::LOOK_UP_FOR`].
+    Unknown,
+}
+
+impl LayerApp {
+    /// How long the handler asks after an INSERT whose answer was lost.
+    const LOOK_UP_FOR: Duration = Duration::from_secs(20);
+
+    /// The effect: one autocommit row. An INSERT that failed may still have
+    /// committed (the connection died after the commit, before its answer), so
+    /// answering "not paid" on its error alone would let the retry pay twice;
+    /// the handler asks the database again until it can tell.
+    async fn pay(&self, key: &str, body: &str) -> Paid {
+        let mut effects = self.effects.lock().await;
+        if effects.as_ref().is_none_or(|c| c.is_closed()) {
+            *effects = effects_connection(&self.conninfo).await.ok();
+        }
+        let Some(client) = effects.as_ref() else {
+            // No connection: the INSERT was never sent.
+            return Paid::No;
+        };
+        let inserted = client
+            .query_one(
+                "INSERT INTO effects (key, body) VALUES ($1, $2) RETURNING id",
+                &[&key, &body],
+            )
+            .await;
+        match inserted {
+            Ok(row) => Paid::Yes(row.get(0)),
+            Err(_) => {
+                // The next request connects afresh; this one asks on a new
+                // session, which sees the row if the INSERT committed (a backend
+                // that dropped its connection has ended its transaction).
+                *effects = None;
+                self.look_up(key).await
+            }
+        }
+    }
+
+    async fn look_up(&self, key: &str) -> Paid {
+        let until = tokio::time::Instant::now() + Self::LOOK_UP_FOR;
+        while tokio::time::Instant::now() < until {
+            if let Ok(client) = effects_connection(&self.conninfo).await {
+                let found = client
+                    .query_opt(
+                        "SELECT id FROM effects WHERE key = $1 ORDER BY id LIMIT 1",
+                        &[&key],
+                    )
+                    .await;
+                match found {
+                    Ok(Some(row)) => return Paid::Yes(row.get(0)),
+                    Ok(None) => return Paid::No,
+                    Err(_) => {}
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        Paid::Unknown
+    }
 }
 
 /// The effects' own connection, committing durably: the fault suite's
