@@ -74,6 +74,9 @@ pub struct Summary {
     /// The longest time any intent of this crate's rows returned past its
     /// deadline, every round (P13).
     pub p13_deadline_overrun_ms: Option<f64>,
+    /// The longest time any of those returned after a plain timer for the same
+    /// deadline in the same task had fired (P13).
+    pub p13_deadline_beyond_timer_ms: Option<f64>,
 }
 
 /// One row of the final targets table.
@@ -148,7 +151,7 @@ pub fn summary_line(s: &Summary) -> String {
          p12_enqueue_ratio={} p12_enqueue_ratio_32={} p12_notify_ratio_32={} p12_peer_enqueue_ratio={} \
          p12_commit_to_byte_p99_ms={} p12_relay_ratio={} p13_p99_ratio={} p13_p999_ratio={} \
          p13_extra={} p13_tower_p99_ratio={} p13_outage_over_cap={} \
-         p13_deadline_overrun_ms={}",
+         p13_deadline_overrun_ms={} p13_deadline_beyond_timer_ms={}",
         or_na(s.p1, |v| format!("{v:.3}")),
         or_na(s.p1_floor, |v| format!("{v:.3}")),
         or_na(s.p2, |v| format!("{v:.3}")),
@@ -185,5 +188,6 @@ pub fn summary_line(s: &Summary) -> String {
         or_na(s.p13_tower_p99_ratio, |v| format!("{v:.3}")),
         or_na(s.p13_outage_over_cap, |v| v.to_string()),
         or_na(s.p13_deadline_overrun_ms, |v| format!("{v:.2}")),
+        or_na(s.p13_deadline_beyond_timer_ms, |v| format!("{v:.2}")),
     )
 }

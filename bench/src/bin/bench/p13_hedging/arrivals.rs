@@ -20,6 +20,8 @@ pub struct Record {
     pub returned: Duration,
     /// When the call was made.
     pub called: Instant,
+    /// Past a plain timer for the deadline (see `Answer::beyond_control`).
+    pub beyond_control: Option<Duration>,
     /// How late the release was against its due time.
     pub lag: Duration,
     pub status: Option<StatusCode>,
@@ -61,6 +63,7 @@ pub async fn drive(
                 latency: released.elapsed(),
                 returned: answer.returned,
                 called: answer.called,
+                beyond_control: answer.beyond_control,
                 lag: released.saturating_duration_since(due),
                 status: answer.status,
             }

@@ -3,6 +3,7 @@
 //! Every one is a reqwest 0.13 client from the same builder (the other figures'
 //! common settings, reqwest's retry layer off).
 
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
@@ -140,6 +141,8 @@ pub enum RowClient {
     Crate {
         client: ResilientClient,
         log: Arc<HedgeLog>,
+        /// The intents' deadline, for the control timer.
+        deadline: Duration,
     },
     Tower {
         /// `Hedge` is not `Clone`: every intent calls it under the lock (it is
@@ -157,6 +160,11 @@ pub struct Answer {
     pub returned: Duration,
     /// When the call was made (this crate deposits into its cap then).
     pub called: Instant,
+    /// For this crate's intents that returned after their deadline: how long after
+    /// a plain timer armed at the call for the deadline, polled in the same task,
+    /// had fired. The runtime's own lateness (a busy thread, the timer wheel's
+    /// tick) delays both alike; what is left is the crate's.
+    pub beyond_control: Option<Duration>,
 }
 
 impl RowClient {
@@ -189,7 +197,11 @@ impl RowClient {
         let policy = builder.build().expect("valid policy");
         let client =
             ResilientClient::from_builder(bare_reqwest_builder(), policy).expect("reqwest client");
-        RowClient::Crate { client, log }
+        RowClient::Crate {
+            client,
+            log,
+            deadline,
+        }
     }
 
     pub fn log(&self) -> Option<&Arc<HedgeLog>> {
@@ -202,33 +214,44 @@ impl RowClient {
     /// One GET, its body read.
     pub async fn get(&self, url: &str) -> Answer {
         let called = Instant::now();
+        let mut beyond_control = None;
         let (status, returned) = match self {
-            RowClient::Crate { client, log } => match client.get(url).send().await {
-                Ok(response) => {
-                    let returned = called.elapsed();
-                    (drain(response).await.status, returned)
-                }
-                Err(error) => {
-                    let returned = called.elapsed();
-                    {
-                        let mut errors = log.errors.lock().unwrap_or_else(|e| e.into_inner());
-                        if errors.len() < ERRORS_KEPT {
-                            errors.push(format!("{url}: {error}"));
+            RowClient::Crate {
+                client,
+                log,
+                deadline,
+            } => {
+                let (sent, control_fired) =
+                    against_control(client.get(url).send(), called + *deadline).await;
+                beyond_control = control_fired.map(|fired| fired.elapsed());
+                match sent {
+                    Ok(response) => {
+                        let returned = called.elapsed();
+                        (drain(response).await.status, returned)
+                    }
+                    Err(error) => {
+                        let returned = called.elapsed();
+                        {
+                            let mut errors = log.errors.lock().unwrap_or_else(|e| e.into_inner());
+                            if errors.len() < ERRORS_KEPT {
+                                errors.push(format!("{url}: {error}"));
+                            }
+                        }
+                        let status = error.last_status();
+                        match error.into_response() {
+                            Some(response) => (drain(response).await.status, returned),
+                            None => (status, returned),
                         }
                     }
-                    let status = error.last_status();
-                    match error.into_response() {
-                        Some(response) => (drain(response).await.status, returned),
-                        None => (status, returned),
-                    }
                 }
-            },
+            }
             RowClient::Tower { hedge, client } => {
                 let Ok(request) = client.get(url).build() else {
                     return Answer {
                         status: None,
                         returned: called.elapsed(),
                         called,
+                        beyond_control,
                     };
                 };
                 let future = {
@@ -255,6 +278,25 @@ impl RowClient {
             status,
             returned,
             called,
+            beyond_control,
         }
     }
+}
+
+/// Awaits `send`, and beside it, in the same task, a plain tokio timer for
+/// `deadline`: when the send is still pending as the timer fires, returns the
+/// instant it fired. The timer is polled first, so when both are ready in one
+/// poll the instant is taken before the send's result is.
+async fn against_control<F: Future>(send: F, deadline: Instant) -> (F::Output, Option<Instant>) {
+    let mut send = std::pin::pin!(send);
+    let mut control = std::pin::pin!(tokio::time::sleep_until(deadline.into()));
+    let mut fired = None;
+    let output = std::future::poll_fn(|cx| {
+        if fired.is_none() && control.as_mut().poll(cx).is_ready() {
+            fired = Some(Instant::now());
+        }
+        send.as_mut().poll(cx)
+    })
+    .await;
+    (output, fired)
 }
