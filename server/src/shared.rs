@@ -126,7 +126,10 @@ impl Shared {
             Ok(false) => self.counters.lost_claim(),
             Err(error) => {
                 self.counters.store_error();
-                tracing::warn!(%error, "key not released; it frees itself when its lease lapses");
+                tracing::warn!(
+                    %error,
+                    "key not released now; unless the store writes the release later (PostgresStore keeps trying), the key frees itself when its lease lapses"
+                );
             }
         }
     }
@@ -143,7 +146,10 @@ impl Shared {
             }
             Err(error) => {
                 self.counters.store_error();
-                tracing::warn!(%error, "result not kept; the key frees itself when its lease lapses");
+                tracing::warn!(
+                    %error,
+                    "result not stored now; unless the store writes it later (PostgresStore keeps trying), the key frees itself when its lease lapses"
+                );
             }
         }
     }
