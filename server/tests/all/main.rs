@@ -5,6 +5,8 @@ mod conformance;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod crash;
 mod in_progress;
+#[cfg(feature = "postgres")]
+mod lost_claim;
 #[cfg(feature = "sqlite")]
 mod misuse;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]

@@ -7,8 +7,9 @@
 //! keeps the completion and writes it again in the background, with a backoff,
 //! until it lands or [`KEEP_TRYING_FOR`] has passed. A release (the handler's
 //! answer is not to be kept) is kept the same way, so retries are not told
-//! "in progress" for the rest of the lease. The claim's generation guards each
-//! write: once another request took the key over, a late one changes nothing.
+//! "in progress" for the rest of the lease, and so is a claim whose answer was
+//! lost (see `generation.rs`). The claim's generation guards each write: once
+//! another request took the key over, a late one changes nothing.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -32,6 +33,8 @@ const MAX_PAUSE: Duration = Duration::from_secs(1);
 pub(super) enum End {
     Complete(Completion, SystemTime),
     Release,
+    /// The release of a claim whose answer was lost: it may never have landed.
+    LostClaim,
 }
 
 /// Writes `end` in the background until it lands or time runs out.
@@ -49,7 +52,7 @@ pub(super) fn keep(pool: Arc<Pool<Connector>>, token: ClaimToken, end: End) {
                 End::Complete(completion, expires_at) => {
                     complete_in(&*client, &token, completion, *expires_at).await
                 }
-                End::Release => client
+                End::Release | End::LostClaim => client
                     .execute(
                         RELEASE,
                         &[&&token.scope.as_bytes()[..], &(token.generation as i64)],
@@ -61,6 +64,12 @@ pub(super) fn keep(pool: Arc<Pool<Connector>>, token: ClaimToken, end: End) {
                 Ok(true) => {
                     tracing::info!(
                         "idempotency store: a kept key end was written once the database came back"
+                    );
+                    return;
+                }
+                Ok(false) if matches!(end, End::LostClaim) => {
+                    tracing::debug!(
+                        "idempotency store: a claim whose answer was lost had not landed"
                     );
                     return;
                 }

@@ -1,6 +1,7 @@
 //! A store in PostgreSQL, for a fleet behind a load balancer: every instance claims
 //! through the same unique key.
 
+mod generation;
 mod kept;
 mod migrate;
 mod queries;
@@ -194,9 +195,20 @@ impl Store for PostgresStore {
     fn claim<'a>(&'a self, request: &'a ClaimRequest) -> StoreFuture<'a, Claim> {
         Box::pin(async move {
             let client = self.client().await?;
-            claim_in(&*client, request)
-                .await
-                .map_err(fail("claim a key"))
+            let generation = generation::fresh();
+            let claimed = claim_in(&*client, request, generation).await;
+            if claimed.is_err() {
+                // The upsert may have committed with its answer lost: the layer
+                // runs nothing for this request, so the claim is released once
+                // the database is back rather than left "in progress" until its
+                // lease lapses. A claim that never landed deletes nothing.
+                let token = ClaimToken {
+                    scope: request.scope,
+                    generation: generation as u64,
+                };
+                kept::keep(Arc::clone(&self.pool), token, kept::End::LostClaim);
+            }
+            claimed.map_err(fail("claim a key"))
         })
     }
 

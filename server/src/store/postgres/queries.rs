@@ -10,7 +10,7 @@ use crate::store::columns::{completion, encode_headers, millis, time};
 use crate::store::{Claim, ClaimRequest, ClaimToken};
 
 const CLAIM: &str = "INSERT INTO idempotency_keys (scope, fingerprint, generation, expires_at)
-     VALUES ($1, $2, nextval('idempotency_generation'), $3)
+     VALUES ($1, $2, $5, $3)
      ON CONFLICT (scope) DO UPDATE SET
          fingerprint = EXCLUDED.fingerprint,
          generation = EXCLUDED.generation,
@@ -36,10 +36,12 @@ pub(super) const PRUNE: &str = "DELETE FROM idempotency_keys WHERE expires_at <=
 /// How many times a claim is tried when the row it lost to vanished before it could
 /// be read (released or pruned in between).
 const CLAIM_TRIES: usize = 3;
-/// The claim on any client or transaction: the upsert decides, the read only reports.
+/// The claim on any client or transaction, writing `generation` (chosen by the
+/// caller: see `generation.rs`): the upsert decides, the read only reports.
 pub(super) async fn claim_in<C: GenericClient>(
     client: &C,
     request: &ClaimRequest,
+    generation: i64,
 ) -> Result<Claim, tokio_postgres::Error> {
     let scope = &request.scope.as_bytes()[..];
     let now = millis(request.now);
@@ -48,7 +50,13 @@ pub(super) async fn claim_in<C: GenericClient>(
         let taken = client
             .query_opt(
                 CLAIM,
-                &[&scope, &request.fingerprint.as_bytes(), &until, &now],
+                &[
+                    &scope,
+                    &request.fingerprint.as_bytes(),
+                    &until,
+                    &now,
+                    &generation,
+                ],
             )
             .await?;
         if let Some(row) = taken {

@@ -12,6 +12,7 @@ use std::time::Duration;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, Transaction};
 
+use super::generation;
 use super::queries::{claim_in, complete_in};
 use super::{EffectFuture, PostgresStore};
 use crate::clock::Clock;
@@ -43,7 +44,9 @@ where
         PostgresStore::CLAIM_LOCK_TIMEOUT.as_millis()
     ))
     .await?;
-    let token = match claim_in(&tx, request).await {
+    // Inside the transaction a lost answer leaves nothing behind: no need to
+    // know the generation beforehand, but one rule for both modes.
+    let token = match claim_in(&tx, request, generation::fresh()).await {
         Ok(Claim::Acquired { token, .. }) => token,
         Ok(Claim::Existing(existing)) => {
             tx.rollback().await?;
