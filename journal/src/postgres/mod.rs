@@ -23,6 +23,7 @@ mod migrate;
 mod plan_tests;
 mod pool;
 mod queries;
+mod unsent;
 mod write_ahead;
 
 use std::future::Future;
@@ -277,7 +278,7 @@ impl JournalStore for PostgresStore {
         // Fixed now: the intent's deadline counts from its send, just before.
         let limit = limit::Limit::for_deadline(intent.deadline);
         Box::pin(async move {
-            let until = write_ahead::write_ahead(
+            let written = write_ahead::write_ahead(
                 &self.pool,
                 &intent.key,
                 &[
@@ -296,8 +297,11 @@ impl JournalStore for PostgresStore {
                 ],
                 limit,
             )
-            .await?
-            .ok_or_else(|| JournalError::duplicate_key(&intent.key))?;
+            .await;
+            if matches!(&written, Err(error) if error.is_commit_unknown()) {
+                unsent::end_lease_once_back(Arc::clone(&self.pool), &intent.key, worker, lease);
+            }
+            let until = written?.ok_or_else(|| JournalError::duplicate_key(&intent.key))?;
             Ok(Lease {
                 key: intent.key.clone(),
                 owner: worker.name().to_owned(),

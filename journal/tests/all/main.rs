@@ -31,3 +31,5 @@ mod shared_file;
 mod stored_headers;
 mod support;
 mod timeouts;
+#[cfg(feature = "postgres")]
+mod unsent_lease;

@@ -55,10 +55,7 @@ async fn relay(client: TcpStream, server: TcpStream, armed: Arc<AtomicBool>) {
         let _ = tokio::io::copy(&mut client_read, &mut server_write).await;
     });
     let mut buffer = vec![0u8; 64 * 1024];
-    loop {
-        let Ok(n) = server_read.read(&mut buffer).await else {
-            break;
-        };
+    while let Ok(n) = server_read.read(&mut buffer).await {
         if n == 0 {
             break;
         }

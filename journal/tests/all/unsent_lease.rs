@@ -1,0 +1,133 @@
+//! A write-ahead whose `COMMIT` answer was lost, its outcome unknown, that had
+//! committed: its send went out with nothing sent, so once the database is back
+//! the intent is resumed within seconds, not when its lease (the deadline plus
+//! the lease margin) would have lapsed.
+
+use std::time::{Duration, Instant};
+
+use reqwest_resilience_journal::throwaway_postgres::{Durability, ThrowawayPostgres};
+use reqwest_resilience_journal::{DurableExt, Journal, PostgresStore};
+
+use crate::support::backend::client;
+use crate::support::server::Server;
+
+const DEADLINE: Duration = Duration::from_secs(4);
+/// Far longer than the test: only the ended lease lets the resumer in.
+const SENDER_MARGIN: Duration = Duration::from_secs(120);
+/// How soon after the database's return the intent must be sent.
+const RESUMED_WITHIN: Duration = Duration::from_secs(10);
+
+async fn admin(conninfo: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(conninfo, tokio_postgres::NoTls)
+        .await
+        .expect("admin connection");
+    tokio::spawn(connection);
+    client
+}
+
+/// Sets `synchronous_standby_names` to `names` and reloads the configuration.
+async fn standby_required(admin: &tokio_postgres::Client, names: &str) {
+    admin
+        .batch_execute(&format!(
+            "ALTER SYSTEM SET synchronous_standby_names = '{names}'"
+        ))
+        .await
+        .expect("ALTER SYSTEM");
+    admin
+        .batch_execute("SELECT pg_reload_conf()")
+        .await
+        .expect("reload the configuration");
+}
+
+async fn journal(conninfo: &str, worker: &str, margin: Duration) -> Journal {
+    let store = PostgresStore::builder(conninfo)
+        .statement_timeout(Duration::from_secs(2))
+        .connect()
+        .await
+        .expect("connect");
+    Journal::builder(store)
+        .worker_name(worker)
+        .lease_margin(margin)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_commit_that_committed_is_resumed_soon_after_the_database_is_back() {
+    let cluster = match ThrowawayPostgres::start(Durability::Defaults) {
+        Ok(Some(cluster)) => cluster,
+        Ok(None) => return crate::support::skip_postgres("no initdb/pg_ctl found"),
+        Err(error) => panic!("starting a throwaway PostgreSQL failed: {error}"),
+    };
+    // The test's own sessions and the resumer commit without the ghost.
+    let local = format!(
+        "{} options='-csynchronous_commit=local'",
+        cluster.conninfo()
+    );
+    let resumer_journal = journal(&local, "resumer", Duration::from_millis(100)).await;
+    let sender = journal(cluster.conninfo(), "sender", SENDER_MARGIN).await;
+    let server = Server::start().await;
+    let admin_session = admin(&local).await;
+    // From now on every commit waits for a standby that does not exist: the
+    // write-ahead's COMMIT is flushed locally and never answered. (Set in the
+    // server's own configuration, so it can be dropped after the restart.)
+    standby_required(&admin_session, "ghost").await;
+
+    let key = "lost-commit-then-resumed";
+    let sending = {
+        let (sender, url) = (sender.clone(), server.url.clone());
+        tokio::spawn(async move {
+            client(1)
+                .post(&url)
+                .idempotency_key(key)
+                .header("content-type", "application/json")
+                .body(r#"{"amount":700,"currency":"EUR"}"#)
+                .deadline(DEADLINE)
+                .durable(&sender)
+                .send()
+                .await
+        })
+    };
+    let waiting = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let waiters: i64 = admin_session
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'",
+                    &[],
+                )
+                .await
+                .map(|row| row.get(0))
+                .unwrap_or(0);
+            if waiters > 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    });
+    waiting
+        .await
+        .expect("the write-ahead's commit waits for the standby");
+    tokio::task::block_in_place(|| cluster.stop_immediate()).expect("pg_ctl stop -m immediate");
+    let told = sending.await.unwrap();
+    let error = told.expect_err("the send cannot have succeeded");
+    assert!(error.is_outcome_unknown(), "{error}");
+    assert!(server.seen_with_key(key).is_empty(), "nothing was sent");
+
+    // The database comes back healthy (the standby requirement dropped).
+    tokio::task::block_in_place(|| cluster.restart()).expect("pg_ctl start");
+    let admin_session = admin(&local).await;
+    standby_required(&admin_session, "").await;
+    let back = Instant::now();
+    let resumer = resumer_journal.resumer(&client(3));
+    while server.effects_with_key(key) == 0 && back.elapsed() < RESUMED_WITHIN {
+        let _ = resumer.run_once().await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(
+        server.effects_with_key(key),
+        1,
+        "resumed within {RESUMED_WITHIN:?} of the database's return, not at the end of \
+         its {:?} lease",
+        DEADLINE + SENDER_MARGIN
+    );
+}
