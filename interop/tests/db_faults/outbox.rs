@@ -18,7 +18,7 @@ use tokio::time::Instant;
 use tokio_postgres::NoTls;
 
 use crate::faults::Cluster;
-use crate::fleet::{DEADLINE, LEASE_MARGIN};
+use crate::fleet::DEADLINE;
 
 /// Business transactions running at once.
 const ENQUEUERS: usize = 2;
@@ -83,7 +83,6 @@ impl OutboxLoad {
             .expect("the relay's store");
         let journal = Journal::builder(store)
             .worker_name(format!("relay-{round}"))
-            .lease_margin(LEASE_MARGIN)
             .unknown_retry_after(Duration::from_millis(500))
             .build()
             .expect("journal settings");

@@ -21,7 +21,7 @@ use std::time::Duration;
 use reqwest_resilience_journal::{Journal, SqliteStore};
 use tokio::time::Instant;
 
-use crate::fleet::{run_load, PaymentsServer, LEASE_MARGIN};
+use crate::fleet::{run_load, PaymentsServer};
 use crate::verdict;
 
 /// How long the other process holds the write lock.
@@ -31,7 +31,6 @@ const FULL_FOR: Duration = Duration::from_secs(4);
 
 fn journal(path: &Path) -> Journal {
     Journal::builder(SqliteStore::open(path).expect("open the journal file"))
-        .lease_margin(LEASE_MARGIN)
         .unknown_retry_after(Duration::from_millis(500))
         .build()
         .expect("journal settings")
