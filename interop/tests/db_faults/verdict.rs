@@ -121,6 +121,16 @@ pub async fn judge(
     let settle = outcome.settled_at.map(|at| at - outcome.back_at);
     if settle.is_none() {
         problems.push("intents still open 60 s after the fault".to_owned());
+        // Which ones, and how their rows read: the failure says what held them.
+        for state in [
+            IntentState::InFlight,
+            IntentState::Unknown,
+            IntentState::Queued,
+        ] {
+            if let Ok(open) = outcome.journal.list(state, 5).await {
+                problems.extend(open.iter().map(|row| format!("open: {row:?}")));
+            }
+        }
     }
     let reasons: BTreeSet<_> = outcome.notes.iter().filter_map(|n| n.reason).collect();
     let count =

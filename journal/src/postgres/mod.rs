@@ -299,7 +299,9 @@ impl JournalStore for PostgresStore {
             )
             .await;
             if matches!(&written, Err(error) if error.is_commit_unknown()) {
-                unsent::end_lease_once_back(Arc::clone(&self.pool), &intent.key, worker, lease);
+                // The first run's lease: fence 1.
+                let leases = vec![(intent.key.clone(), 1)];
+                unsent::end_leases_once_back(Arc::clone(&self.pool), leases, worker, lease);
             }
             let until = written?.ok_or_else(|| JournalError::duplicate_key(&intent.key))?;
             Ok(Lease {
@@ -319,21 +321,55 @@ impl JournalStore for PostgresStore {
     ) -> StoreFuture<'a, Vec<Claimed>> {
         Box::pin(async move {
             let live = self.pool.get().await?;
-            let rows = self
-                .bounded(live.client.query(
-                    &live.statements.claim,
-                    &[
-                        &worker.name(),
-                        &worker.incarnation(),
-                        &Unknown.as_str(),
-                        &InFlight.as_str(),
-                        &duration_millis(lease),
-                        &sql_limit(limit),
-                        &Queued.as_str(),
-                    ],
-                ))
-                .await?;
-            rows.iter().map(|row| claimed(row, worker)).collect()
+            // In a transaction of its own, its rows read before `COMMIT`: when the
+            // answer to `COMMIT` is lost, the pass knows which leases it may hold,
+            // sends none of them, and ends them once the database is back
+            // (`unsent.rs`) rather than leaving them for the whole resume lease.
+            let (name, incarnation) = (worker.name(), worker.incarnation());
+            let (unknown, in_flight, queued) =
+                (Unknown.as_str(), InFlight.as_str(), Queued.as_str());
+            let (lease_ms, limit) = (duration_millis(lease), sql_limit(limit));
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 7] = [
+                &name,
+                &incarnation,
+                &unknown,
+                &in_flight,
+                &lease_ms,
+                &limit,
+                &queued,
+            ];
+            let claimed = {
+                let begin = live.client.batch_execute("BEGIN");
+                let claim = live.client.query(&live.statements.claim, &params);
+                // Pipelined (the claim is prepared): one round trip for both.
+                self.bounded(async { tokio::try_join!(begin, claim) })
+                    .await
+                    .and_then(|(_, rows)| {
+                        rows.iter()
+                            .map(|row| claimed(row, worker))
+                            .collect::<Result<Vec<_>, _>>()
+                    })
+            };
+            let claimed = match claimed {
+                Ok(claimed) => claimed,
+                Err(error) => {
+                    // Mid-transaction: closed, so the server rolls it back.
+                    live.discard();
+                    return Err(error);
+                }
+            };
+            match self.bounded(live.client.batch_execute("COMMIT")).await {
+                Ok(()) => Ok(claimed),
+                Err(error) => {
+                    live.discard();
+                    let leases = claimed
+                        .iter()
+                        .map(|c| (c.lease.key.clone(), c.lease.fence))
+                        .collect();
+                    unsent::end_leases_once_back(Arc::clone(&self.pool), leases, worker, lease);
+                    Err(error)
+                }
+            }
         })
     }
 

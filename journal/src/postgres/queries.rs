@@ -71,8 +71,8 @@ pub(super) const WRITE_AHEAD: &str = concat!(
      RETURNING lease_until_ms, pg_current_xact_id()::text AS xid"
 );
 
-/// `$1` key, `$2` in_flight, `$3` owner, `$4` incarnation: ends the lease of a
-/// write-ahead whose run sent nothing (see `unsent.rs`), while that first run
+/// `$1` key, `$2` in_flight, `$3` owner, `$4` incarnation, `$5` fence: ends a
+/// lease nobody is sending under (see `unsent.rs`), while the run that took it
 /// still holds it.
 pub(super) const END_UNSENT_LEASE: &str = concat!(
     "UPDATE journal_intents SET lease_until_ms = ",
@@ -81,7 +81,7 @@ pub(super) const END_UNSENT_LEASE: &str = concat!(
     pg_now_ms!(),
     "
      WHERE key = $1 AND ",
-    on_the_row!("state = $2 AND fence = 1 AND owner = $3 AND incarnation = $4")
+    on_the_row!("state = $2 AND fence = $5 AND owner = $3 AND incarnation = $4")
 );
 
 /// `$1` owner, `$2` incarnation, `$3` unknown, `$4` in_flight, `$5` lease ms,

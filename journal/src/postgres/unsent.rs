@@ -1,15 +1,17 @@
-//! A write-ahead whose `COMMIT` answer was lost and whose outcome stayed unknown.
+//! Leases nobody is sending under, after an answer from the database was lost.
 //!
-//! The send it was for went out with nothing sent ("outcome unknown: the
-//! intent may still be sent under its key"). If the write-ahead committed, its
-//! row holds a lease in this worker's name that nobody is sending under, and a
-//! resumer would take the intent only when that lease lapses (the deadline plus
-//! the lease margin: half a minute on the defaults). So, once the database
-//! answers again, that lease is ended: the resumer (or the caller's retry with
-//! the key) takes the intent at once. Only the first run's own lease is ended
-//! (`fence = 1`, this worker and incarnation): one a resumer or a joiner took
-//! over since is left alone, and a write-ahead that never committed matches no
-//! row.
+//! A write-ahead whose `COMMIT` answer was lost and whose outcome stayed unknown:
+//! the send it was for went out with nothing sent ("outcome unknown: the intent
+//! may still be sent under its key"). A resume claim whose `COMMIT` answer was
+//! lost: the pass sends none of the rows it may have claimed. Either way, if the
+//! write committed, rows hold leases in this worker's name that nobody is sending
+//! under, and a resumer would take them only when those leases lapse (a
+//! write-ahead's: the deadline plus the lease margin, half a minute on the
+//! defaults; a resume claim's: the resume lease, five minutes). So, once the
+//! database answers again, those leases are ended and the intents are taken at
+//! once. Only the leases these runs took are ended (the fence each run wrote,
+//! this worker and incarnation): one a resumer or a joiner took over since is
+//! left alone, and a write that never committed matches no row.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,14 +28,15 @@ const FIRST_PAUSE: Duration = Duration::from_millis(200);
 /// The longest pause: a database that is back is asked within it.
 const MAX_PAUSE: Duration = Duration::from_secs(1);
 
-/// Ends `key`'s unsent lease once the database answers, trying for as long as
-/// the lease (`lease`) would have lasted, on a task of its own.
-pub(super) fn end_lease_once_back(pool: Arc<Pool>, key: &str, worker: &Worker, lease: Duration) {
-    let (key, owner, incarnation) = (
-        key.to_owned(),
-        worker.name().to_owned(),
-        worker.incarnation().to_owned(),
-    );
+/// Ends the unsent leases `(key, fence)` once the database answers, trying for
+/// as long as the leases (`lease`) would have lasted, on a task of its own.
+pub(super) fn end_leases_once_back(
+    pool: Arc<Pool>,
+    mut leases: Vec<(String, i64)>,
+    worker: &Worker,
+    lease: Duration,
+) {
+    let (owner, incarnation) = (worker.name().to_owned(), worker.incarnation().to_owned());
     tokio::spawn(async move {
         let give_up = tokio::time::Instant::now() + lease;
         let mut pause = FIRST_PAUSE;
@@ -43,8 +46,11 @@ pub(super) fn end_lease_once_back(pool: Arc<Pool>, key: &str, worker: &Worker, l
             let Ok(conn) = pool.get().await else {
                 continue;
             };
+            let Some((key, fence)) = leases.last() else {
+                return;
+            };
             let in_flight = InFlight.as_str();
-            let params: [&(dyn ToSql + Sync); 4] = [&key, &in_flight, &owner, &incarnation];
+            let params: [&(dyn ToSql + Sync); 5] = [key, &in_flight, &owner, &incarnation, fence];
             // The commit waits for no standby: a synchronous standby that is
             // away would otherwise hold this row's lock for as long as it is
             // away, and a lease not ended early only lapses as it would have
@@ -58,23 +64,22 @@ pub(super) fn end_lease_once_back(pool: Arc<Pool>, key: &str, worker: &Worker, l
                 conn.client.batch_execute("COMMIT").await?;
                 Ok(ended)
             };
-            let ended = super::bounded(pool.timeouts(), all).await;
-            match ended {
-                Ok(1) => {
+            match super::bounded(pool.timeouts(), all).await {
+                Ok(ended) => {
                     tracing::info!(
-                        "journal: a write-ahead whose commit answer was lost had committed; its unsent lease is ended, so the intent is resumed now"
+                        ended,
+                        "journal: a lease taken by a write whose answer was lost is ended, so its intent is resumed now (0: the write had not committed)"
                     );
-                    return;
-                }
-                Ok(_) => {
-                    tracing::debug!(
-                        "journal: a write-ahead whose commit answer was lost left no lease to end"
-                    );
-                    return;
+                    leases.pop();
+                    // The next one at once.
+                    pause = Duration::ZERO;
                 }
                 // Its session may be mid-transaction: never given back to the
                 // pool halfway.
-                Err(_) => conn.discard(),
+                Err(_) => {
+                    conn.discard();
+                    pause = pause.max(FIRST_PAUSE);
+                }
             }
         }
     });

@@ -131,3 +131,57 @@ async fn a_lost_commit_that_committed_is_resumed_soon_after_the_database_is_back
         DEADLINE + SENDER_MARGIN
     );
 }
+
+/// A resume claim whose `COMMIT` answer was lost: the pass sends nothing it may
+/// have claimed, and once the database answers the leases it took are ended,
+/// so another worker takes the intent within seconds, not after the resume
+/// lease (five minutes on the defaults).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_claim_whose_commit_answer_was_lost_holds_nothing_for_the_resume_lease() {
+    use crate::support::proxy::{Cut, Proxy};
+
+    let cluster = match ThrowawayPostgres::start(Durability::Off) {
+        Ok(Some(cluster)) => cluster,
+        Ok(None) => return crate::support::skip_postgres("no initdb/pg_ctl found"),
+        Err(error) => panic!("starting a throwaway PostgreSQL failed: {error}"),
+    };
+    let proxy = Proxy::start(cluster.port()).await;
+    let cut_off = journal(&proxy.conninfo(), "cut-off", Duration::from_secs(30)).await;
+    let other = journal(cluster.conninfo(), "other", Duration::from_secs(30)).await;
+    let server = Server::start().await;
+
+    // One intent due: enqueued and committed in a business transaction.
+    let (mut business, connection) =
+        tokio_postgres::connect(cluster.conninfo(), tokio_postgres::NoTls)
+            .await
+            .expect("business connection");
+    tokio::spawn(connection);
+    let intent = other
+        .outbox(client(3).post(&server.url).body(r#"{"amount":5}"#))
+        .unwrap();
+    let tx = business.transaction().await.unwrap();
+    intent.enqueue_tokio_postgres(&tx).await.unwrap();
+    tx.commit().await.unwrap();
+
+    // The cut-off worker's claim commits; its answer never arrives.
+    proxy.arm(Cut::AfterCommit);
+    let pass = cut_off.resumer(&client(3)).run_once().await;
+    assert!(proxy.fired(), "the claim's COMMIT was cut");
+    assert!(pass.is_err(), "the pass failed: {pass:?}");
+    assert!(
+        server.seen_with_key(intent.key()).is_empty(),
+        "nothing was sent by the pass that lost its answer"
+    );
+
+    let started = Instant::now();
+    let resumer = other.resumer(&client(3));
+    while server.effects_with_key(intent.key()) == 0 && started.elapsed() < RESUMED_WITHIN {
+        let _ = resumer.run_once().await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(
+        server.effects_with_key(intent.key()),
+        1,
+        "another worker sent it within {RESUMED_WITHIN:?}, not after the resume lease"
+    );
+}
