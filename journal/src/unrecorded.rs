@@ -268,7 +268,12 @@ pub(crate) mod tests {
             kept.push((what, journal, calls.records, writes, state));
         }
         let (_, back, ..) = &kept[0];
-        while back.get("back after two tries").await.expect("read").expect("row").state
+        while back
+            .get("back after two tries")
+            .await
+            .expect("read")
+            .expect("row")
+            .state
             != IntentState::Succeeded
         {
             assert!(started.elapsed() < 10 * watched, "never written");

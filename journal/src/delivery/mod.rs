@@ -174,7 +174,11 @@ mod tests {
             status: 201,
             locator: None,
         };
-        journal.store().record(&paid, &done).await.expect("recorded");
+        journal
+            .store()
+            .record(&paid, &done)
+            .await
+            .expect("recorded");
         lease("pay-2").await;
         let listed = || async {
             journal
@@ -185,7 +189,11 @@ mod tests {
                 .map(|record| record.key)
                 .collect::<Vec<_>>()
         };
-        assert_eq!(listed().await, ["pay-1"], "only the result, not the open one");
+        assert_eq!(
+            listed().await,
+            ["pay-1"],
+            "only the result, not the open one"
+        );
         assert!(journal.acknowledge("pay-1").await.expect("acknowledged"));
         assert!(listed().await.is_empty(), "acknowledged, no longer listed");
         assert!(
