@@ -221,6 +221,72 @@ pub(crate) mod tests {
         }
     }
 
+    /// A kept result is written as soon as the database is back, however many
+    /// tries that takes; a lost lease stops it at the first refusal (someone
+    /// else owns the intent: more writes would only be refused again), and a
+    /// lease already over writes nothing (a resume owns the intent then).
+    #[cfg(feature = "sqlite")]
+    #[tokio::test]
+    async fn a_kept_result_is_written_once_the_database_is_back_and_only_under_its_lease() {
+        use std::sync::atomic::Ordering;
+        use std::time::Instant;
+
+        use crate::state::IntentState;
+        use counted::CountedStore;
+        let succeeded = Outcome::Succeeded {
+            status: 201,
+            locator: None,
+        };
+        // Long enough for several kept tries, had the rule allowed them.
+        let watched = 3 * (KEPT_PAUSE + KEPT_SPREAD);
+        #[rustfmt::skip]
+        let rows = [
+            // (what, storage failures first, lease, lease lost, writes, state after)
+            ("back after two tries", 2, Duration::from_secs(60), false, 3, IntentState::Succeeded),
+            ("a lost lease", 0, Duration::from_secs(60), true, 1, IntentState::Abandoned),
+            ("a lease already over", 0, Duration::from_millis(1), false, 0, IntentState::InFlight),
+        ];
+        let started = Instant::now();
+        let mut kept = Vec::new();
+        for (what, failures, lease_for, lost, writes, state) in rows {
+            let (store, calls) = CountedStore::new(failures);
+            let journal = Journal::new(store);
+            let intent = crate::record::NewIntent::new(
+                what,
+                http::Method::POST,
+                "http://127.0.0.1:9/payments",
+            );
+            let lease = journal
+                .store()
+                .write_ahead(&intent, journal.worker(), lease_for)
+                .await
+                .expect("written ahead");
+            if lost {
+                assert!(journal.abandon(what, "by hand").await.expect("abandoned"));
+            }
+            keep(&journal, lease, succeeded.clone());
+            kept.push((what, journal, calls.records, writes, state));
+        }
+        let (_, back, ..) = &kept[0];
+        while back
+            .get("back after two tries")
+            .await
+            .expect("read")
+            .expect("row")
+            .state
+            != IntentState::Succeeded
+        {
+            assert!(started.elapsed() < 10 * watched, "never written");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(watched.saturating_sub(started.elapsed())).await;
+        for (what, journal, records, writes, state) in kept {
+            assert_eq!(records.load(Ordering::SeqCst), writes, "{what}: writes");
+            let row = journal.get(what).await.expect("read").expect("row");
+            assert_eq!(row.state, state, "{what}");
+        }
+    }
+
     /// A SQLite store that counts the claims and the results written to it,
     /// and fails the first results as a database away would.
     #[cfg(feature = "sqlite")]

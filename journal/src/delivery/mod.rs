@@ -147,4 +147,62 @@ mod tests {
         assert!(matches!(error, JournalError::InvalidRecord(_)), "{error}");
         assert!(settle_stored("k", false, Some("failed")).is_ok_and(|first| !first));
     }
+
+    /// On the journal's own connection: a result is listed until it is
+    /// acknowledged, the first acknowledgement says so and a second does not,
+    /// and an open or unknown intent cannot be acknowledged.
+    #[cfg(feature = "sqlite")]
+    #[tokio::test]
+    async fn a_result_is_listed_until_its_first_acknowledgement() {
+        use std::time::Duration;
+
+        use crate::record::{NewIntent, Outcome};
+        let journal = Journal::new(crate::sqlite::SqliteStore::open_in_memory().expect("journal"));
+        let lease = |key: &'static str| {
+            let journal = journal.clone();
+            async move {
+                let intent = NewIntent::new(key, http::Method::PUT, "http://127.0.0.1:9/p");
+                journal
+                    .store()
+                    .write_ahead(&intent, journal.worker(), Duration::from_secs(60))
+                    .await
+                    .expect("written ahead")
+            }
+        };
+        let paid = lease("pay-1").await;
+        let done = Outcome::Succeeded {
+            status: 201,
+            locator: None,
+        };
+        journal
+            .store()
+            .record(&paid, &done)
+            .await
+            .expect("recorded");
+        lease("pay-2").await;
+        let listed = || async {
+            journal
+                .unacknowledged(10)
+                .await
+                .expect("listed")
+                .into_iter()
+                .map(|record| record.key)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            listed().await,
+            ["pay-1"],
+            "only the result, not the open one"
+        );
+        assert!(journal.acknowledge("pay-1").await.expect("acknowledged"));
+        assert!(listed().await.is_empty(), "acknowledged, no longer listed");
+        assert!(
+            !journal.acknowledge("pay-1").await.expect("acknowledged"),
+            "a second acknowledgement is not the first"
+        );
+        let open = journal.acknowledge("pay-2").await.unwrap_err();
+        assert!(matches!(open, JournalError::NotTerminal { .. }), "{open}");
+        let never = journal.acknowledge("never").await.unwrap_err();
+        assert!(matches!(never, JournalError::UnknownKey { .. }), "{never}");
+    }
 }
