@@ -428,6 +428,24 @@ mod tests {
         }
     }
 
+    /// The name is what refusals, logs and metrics call the gate by: the same
+    /// stable word its refusals carry.
+    #[test]
+    fn the_gate_is_named_as_its_refusals_name_it() {
+        let (b, t) = make(0.1, 0, false);
+        let retry = GateScope {
+            host: H,
+            authority: H,
+            now: t,
+            attempt: 2,
+            retry_cause: Some(RetryCause::Transient),
+            attempt_duration: Duration::ZERO,
+        };
+        let refusal = b.admit(&retry).unwrap_err();
+        assert_eq!(b.name(), "retry_budget");
+        assert_eq!(refusal.gate(), b.name());
+    }
+
     #[test]
     fn fresh_budget_grants_exactly_reserve() {
         let (b, t) = make(0.1, 7, false);
