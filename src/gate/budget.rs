@@ -446,6 +446,21 @@ mod tests {
         assert_eq!(refusal.gate(), b.name());
     }
 
+    /// The clock-reading forms count at the current instant, as the `_at` forms do.
+    #[test]
+    fn deposits_and_withdrawals_now_share_the_window() {
+        let b = RetryBudget::builder()
+            .ratio(0.5)
+            .reserve(0)
+            .build()
+            .unwrap();
+        assert!(!b.try_withdraw(H), "nothing deposited, no reserve");
+        b.deposit(H);
+        b.deposit(H);
+        assert!(b.try_withdraw(H), "one retry for two requests at 50 %");
+        assert!(!b.try_withdraw(H), "and only one");
+    }
+
     #[test]
     fn fresh_budget_grants_exactly_reserve() {
         let (b, t) = make(0.1, 7, false);
