@@ -559,6 +559,25 @@ mod tests {
         assert_all_none(&bad, at(0));
     }
 
+    /// Every byte of a date is checked: a separator, a digit or a letter replaced
+    /// by another byte, the length kept, makes the value invalid — so no check of
+    /// one separator can stand in for another's.
+    #[test]
+    fn one_wrong_byte_anywhere_in_a_date_is_rejected() {
+        for valid in [IMF, RFC850, ASCTIME] {
+            assert_eq!(p(valid, at(0)), secs(T1994), "{valid}");
+            for i in 0..valid.len() {
+                let mut bytes = valid.as_bytes().to_vec();
+                bytes[i] = b'#';
+                assert_eq!(
+                    parse_retry_after_bytes(&bytes, at(0)),
+                    None,
+                    "{valid} with byte {i} replaced"
+                );
+            }
+        }
+    }
+
     #[test]
     fn surrounding_whitespace_around_dates_is_trimmed() {
         let now = at(T1994 - 5);

@@ -428,6 +428,39 @@ mod tests {
         }
     }
 
+    /// The name is what refusals, logs and metrics call the gate by: the same
+    /// stable word its refusals carry.
+    #[test]
+    fn the_gate_is_named_as_its_refusals_name_it() {
+        let (b, t) = make(0.1, 0, false);
+        let retry = GateScope {
+            host: H,
+            authority: H,
+            now: t,
+            attempt: 2,
+            retry_cause: Some(RetryCause::Transient),
+            attempt_duration: Duration::ZERO,
+        };
+        let refusal = b.admit(&retry).unwrap_err();
+        assert_eq!(b.name(), "retry_budget");
+        assert_eq!(refusal.gate(), b.name());
+    }
+
+    /// The clock-reading forms count at the current instant, as the `_at` forms do.
+    #[test]
+    fn deposits_and_withdrawals_now_share_the_window() {
+        let b = RetryBudget::builder()
+            .ratio(0.5)
+            .reserve(0)
+            .build()
+            .unwrap();
+        assert!(!b.try_withdraw(H), "nothing deposited, no reserve");
+        b.deposit(H);
+        b.deposit(H);
+        assert!(b.try_withdraw(H), "one retry for two requests at 50 %");
+        assert!(!b.try_withdraw(H), "and only one");
+    }
+
     #[test]
     fn fresh_budget_grants_exactly_reserve() {
         let (b, t) = make(0.1, 7, false);
