@@ -44,6 +44,8 @@ pub(super) fn end_leases_once_back(
             tokio::time::sleep(pause).await;
             pause = (pause * 2).min(MAX_PAUSE);
             let Ok(conn) = pool.get().await else {
+                // After a lease ended at once (no pause), wait again.
+                pause = pause.max(FIRST_PAUSE);
                 continue;
             };
             let Some((key, fence)) = leases.last() else {
