@@ -23,6 +23,7 @@ use crate::error::JournalError;
 use crate::headers::defining_headers;
 use crate::join;
 use crate::journal::Journal;
+use crate::next_run::pause_before_next_run;
 use crate::record::{Lease, NewIntent, Outcome};
 use crate::unrecorded;
 
@@ -240,9 +241,15 @@ pub fn first_run_outcome_of(
     let in_progress = status == Some(StatusCode::CONFLICT);
     match gave_up {
         None if !in_progress => final_response(status, headers),
-        None => unknown(status, unknown_retry_after, retry_after, "409 in progress"),
+        None => unknown(
+            status,
+            1,
+            retry_after,
+            unknown_retry_after,
+            "409 in progress",
+        ),
         Some(reason) if outcome_unknown || in_progress => {
-            unknown(status, unknown_retry_after, retry_after, reason)
+            unknown(status, 1, retry_after, unknown_retry_after, reason)
         }
         Some(reason) => Outcome::Failed {
             status: status.map(|s| s.as_u16()),
@@ -274,15 +281,19 @@ pub(crate) fn final_response(status: Option<StatusCode>, headers: Option<&Header
 
 /// Still unknown: due again after the journal's delay, or the server's
 /// Retry-After if that is longer.
+/// An open outcome after the intent's `runs`-th run: due again after the pause
+/// `next_run` sets from `hint` (the server's `Retry-After`) and `longest` (the
+/// journal's `unknown_retry_after`).
 pub(crate) fn unknown(
     status: Option<StatusCode>,
-    delay: Duration,
-    retry_after: Option<Duration>,
+    runs: i64,
+    hint: Option<Duration>,
+    longest: Duration,
     reason: &str,
 ) -> Outcome {
     Outcome::Unknown {
         status: status.map(|s| s.as_u16()),
-        retry_in: delay.max(retry_after.unwrap_or_default()),
+        retry_in: pause_before_next_run(runs, hint, longest),
         reason: reason.to_owned(),
     }
 }
@@ -337,10 +348,11 @@ mod tests {
             ("a redirection is final", code(303), None, None, false, None, succeeded(303, None)),
             ("a refusal is final", code(422), None, None, false, None, failed(Some(422), "final status 422 Unprocessable Entity")),
             ("no response at all", None, None, None, false, None, failed(None, "ended without a response")),
-            ("in progress elsewhere", code(409), None, None, false, None, unknown(Some(409), s(30), "409 in progress")),
+            ("in progress elsewhere", code(409), None, None, false, None, unknown(Some(409), s(1), "409 in progress")),
             ("in progress, come back later", code(409), None, None, false, Some(s(90)), unknown(Some(409), s(90), "409 in progress")),
-            ("gave up, may have been done", None, None, Some("deadline"), true, None, unknown(None, s(30), "deadline")),
-            ("gave up on a 409", code(409), None, Some("attempts"), false, None, unknown(Some(409), s(30), "attempts")),
+            ("gave up, may have been done", None, None, Some("deadline"), true, None, unknown(None, s(1), "deadline")),
+            ("gave up, come back later", code(503), None, Some("retry_after_beyond_deadline"), true, Some(s(5)), unknown(Some(503), s(5), "retry_after_beyond_deadline")),
+            ("gave up on a 409", code(409), None, Some("attempts"), false, None, unknown(Some(409), s(1), "attempts")),
             ("gave up, provably not done", code(503), None, Some("attempts"), false, None, failed(Some(503), "attempts")),
         ];
         for (what, status, headers, gave_up, outcome_unknown, retry_after, want) in rows {

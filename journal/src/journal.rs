@@ -86,7 +86,7 @@ impl Journal {
                 resume_lease: Duration::from_secs(300),
                 lease_margin: Duration::from_secs(30),
                 unknown_retry_after: Duration::from_secs(30),
-                max_runs: 10,
+                max_runs: 14,
                 excluded_headers: Vec::new(),
                 relay_wake: RelayWake::new(),
             },
@@ -247,7 +247,11 @@ impl JournalBuilder {
         self
     }
 
-    /// How long an `unknown` intent (or one that met 409) waits before it is due.
+    /// The longest pause before an `unknown` intent (or one that met 409) is due
+    /// again. The pause is 1 s after its first run and doubles with each run up to
+    /// this, so an intent caught by a short outage settles seconds after it while a
+    /// long one is not hammered; a longer `Retry-After` from the server wins.
+    /// Default 30 s.
     pub fn unknown_retry_after(mut self, delay: Duration) -> Self {
         self.settings.unknown_retry_after = delay;
         self
@@ -255,7 +259,9 @@ impl JournalBuilder {
 
     /// Runs after which an intent is abandoned instead of sent again. A run
     /// that provably did nothing at the server (held back by a gate or the
-    /// budget, a refused connection, 408, 429) is not counted.
+    /// budget, a refused connection, 408, 429) is not counted. Default 14: with
+    /// the pauses of `unknown_retry_after`'s default (1, 2, 4, 8, 16 s, then 30 s),
+    /// about four and a half minutes of pauses before an intent is given up.
     pub fn max_runs(mut self, runs: u32) -> Self {
         self.settings.max_runs = i64::from(runs);
         self

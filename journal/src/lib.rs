@@ -203,6 +203,7 @@ mod join;
 mod journal;
 mod listing;
 mod migrations;
+mod next_run;
 mod outbox;
 mod record;
 // Its pure rules are `pub` for `model_rules`.

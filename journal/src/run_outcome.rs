@@ -33,13 +33,16 @@ pub enum RunEnd<'a> {
 }
 
 /// The outcome to record. `runs` is the intent's runs counting this one;
-/// `retry_after` the journal's delay before an open intent is due again.
+/// `retry_after` the journal's longest pause before an open intent is due again
+/// (`unknown_retry_after`: the pause grows to it run by run, see `next_run`), and
+/// its pause before an intent nothing happened to is due again.
 pub fn run_outcome(end: RunEnd<'_>, runs: i64, retry_after: Duration) -> Outcome {
     match end {
         RunEnd::Response(StatusCode::CONFLICT, _) => unknown(
             Some(StatusCode::CONFLICT),
-            retry_after,
+            runs,
             None,
+            retry_after,
             "409 in progress",
         ),
         RunEnd::Response(status, headers) => final_response(Some(status), Some(headers)),
@@ -56,8 +59,9 @@ pub fn run_outcome(end: RunEnd<'_>, runs: i64, retry_after: Duration) -> Outcome
         },
         RunEnd::GaveUp(gave_up) => unknown(
             gave_up.status,
-            retry_after,
+            runs,
             gave_up.wait_hint,
+            retry_after,
             &gave_up.reason,
         ),
     }
@@ -120,7 +124,7 @@ mod tests {
                 2,
                 Outcome::Unknown {
                     status: Some(409),
-                    retry_in: retry_after,
+                    retry_in: s(2),
                     reason: "409 in progress".into(),
                 },
             ),
@@ -153,6 +157,11 @@ mod tests {
             (
                 RunEnd::GaveUp(gave_up(true, Some(503), None)),
                 1,
+                open(Some(503), s(1)),
+            ),
+            (
+                RunEnd::GaveUp(gave_up(true, Some(503), None)),
+                7,
                 open(Some(503), retry_after),
             ),
             (

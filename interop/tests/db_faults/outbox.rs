@@ -83,7 +83,6 @@ impl OutboxLoad {
             .expect("the relay's store");
         let journal = Journal::builder(store)
             .worker_name(format!("relay-{round}"))
-            .unknown_retry_after(Duration::from_millis(500))
             .build()
             .expect("journal settings");
         let sent_at = Arc::new(Mutex::new(Vec::new()));

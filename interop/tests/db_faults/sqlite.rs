@@ -31,7 +31,6 @@ const FULL_FOR: Duration = Duration::from_secs(4);
 
 fn journal(path: &Path) -> Journal {
     Journal::builder(SqliteStore::open(path).expect("open the journal file"))
-        .unknown_retry_after(Duration::from_millis(500))
         .build()
         .expect("journal settings")
 }

@@ -8,7 +8,7 @@ use reqwest_resilience_journal::IntentState;
 
 use std::collections::BTreeMap;
 
-use crate::fleet::{states, Outcome, Told, DEADLINE, OVERRUN_SLACK};
+use crate::fleet::{states, Outcome, Told, DEADLINE, OVERRUN_SLACK, SETTLE_TARGET};
 use crate::stalls::worst_between;
 
 /// From the database accepting connections to the first payment completing.
@@ -119,6 +119,11 @@ pub async fn judge(
     }
     let throughput_ratio = throughput_ratio(outcome);
     let settle = outcome.settled_at.map(|at| at - outcome.back_at);
+    if let Some(settle) = settle.filter(|settle| *settle > SETTLE_TARGET) {
+        problems.push(format!(
+            "intents settled {settle:?} after the database was back, past {SETTLE_TARGET:?}"
+        ));
+    }
     if settle.is_none() {
         problems.push("intents still open 60 s after the fault".to_owned());
         // Which ones, and how their rows read: the failure says what held them.

@@ -23,8 +23,9 @@ use crate::verdict::{Call, End, Expect};
 const CLIENT: &str = env!("CARGO_BIN_EXE_matrix_client");
 const START_TIME: Duration = Duration::from_secs(30);
 /// The resume, bounded in passes and in time to start a pass. The time covers
-/// one wait of the journal's default `unknown_retry_after` (30 s), so a resend
-/// that ended unknown is seen to converge (or not) after it.
+/// the journal's default pauses of an intent that ended unknown (1, 2, 4, 8,
+/// 16 s after its runs), so a resend that ended unknown is seen to converge (or
+/// not) after them.
 const RESUME_PASSES: usize = 20;
 const RESUME_TIME: Duration = Duration::from_secs(35);
 const MIN_PAUSE: Duration = Duration::from_millis(50);

@@ -76,7 +76,12 @@ async fn conflict_409_stays_unknown_with_a_later_due_time(backend: Backend) {
     let row = journal.get("busy-1").await.unwrap().unwrap();
     assert_eq!(row.state, IntentState::Unknown);
     assert_eq!(row.status, Some(409));
-    assert!(row.due_at.unwrap() >= before + Duration::from_secs(59));
+    // The intent's second run: due again 2 s later (1 s after the first run,
+    // doubling per run), far below the longest pause of 60 s.
+    assert_eq!(row.runs, 2);
+    let due_at = row.due_at.unwrap();
+    assert!(due_at >= before + Duration::from_secs(2), "{due_at:?}");
+    assert!(due_at < before + Duration::from_secs(59), "{due_at:?}");
     // The report says it waits, and until when.
     let backlog = report.backlog.expect("counted");
     assert_eq!((backlog.due, backlog.leased, backlog.waiting), (0, 0, 1));
