@@ -14,6 +14,7 @@
 //! then run workers as a role granted just that. No sequence, no function other
 //! than the built-in `pg_advisory_xact_lock`.
 
+mod claiming;
 mod connection;
 mod delivery;
 mod limit;
@@ -321,10 +322,8 @@ impl JournalStore for PostgresStore {
     ) -> StoreFuture<'a, Vec<Claimed>> {
         Box::pin(async move {
             let live = self.pool.get().await?;
-            // In a transaction of its own, its rows read before `COMMIT`: when the
-            // answer to `COMMIT` is lost, the pass knows which leases it may hold,
-            // sends none of them, and ends them once the database is back
-            // (`unsent.rs`) rather than leaving them for the whole resume lease.
+            // When the answer to `COMMIT` is lost, the pass sends none of the
+            // rows it may hold (`claiming.rs`).
             let (name, incarnation) = (worker.name(), worker.incarnation());
             let (unknown, in_flight, queued) =
                 (Unknown.as_str(), InFlight.as_str(), Queued.as_str());
@@ -338,38 +337,9 @@ impl JournalStore for PostgresStore {
                 &limit,
                 &queued,
             ];
-            let claimed = {
-                let begin = live.client.batch_execute("BEGIN");
-                let claim = live.client.query(&live.statements.claim, &params);
-                // Pipelined (the claim is prepared): one round trip for both.
-                self.bounded(async { tokio::try_join!(begin, claim) })
-                    .await
-                    .and_then(|(_, rows)| {
-                        rows.iter()
-                            .map(|row| claimed(row, worker))
-                            .collect::<Result<Vec<_>, _>>()
-                    })
-            };
-            let claimed = match claimed {
-                Ok(claimed) => claimed,
-                Err(error) => {
-                    // Mid-transaction: closed, so the server rolls it back.
-                    live.discard();
-                    return Err(error);
-                }
-            };
-            match self.bounded(live.client.batch_execute("COMMIT")).await {
-                Ok(()) => Ok(claimed),
-                Err(error) => {
-                    live.discard();
-                    let leases = claimed
-                        .iter()
-                        .map(|c| (c.lease.key.clone(), c.lease.fence))
-                        .collect();
-                    unsent::end_leases_once_back(Arc::clone(&self.pool), leases, worker, lease);
-                    Err(error)
-                }
-            }
+            let claim = live.statements.claim.clone();
+            self.claim_in_transaction(live, &claim, &params, worker, lease)
+                .await
         })
     }
 
@@ -381,21 +351,25 @@ impl JournalStore for PostgresStore {
     ) -> StoreFuture<'a, Option<Claimed>> {
         Box::pin(async move {
             let live = self.pool.get().await?;
-            let rows = self
-                .bounded(live.client.query(
-                    &live.statements.take_over,
-                    &[
-                        &worker.name(),
-                        &worker.incarnation(),
-                        &Unknown.as_str(),
-                        &InFlight.as_str(),
-                        &duration_millis(lease),
-                        &key,
-                        &Queued.as_str(),
-                    ],
-                ))
+            let (unknown, in_flight, queued) =
+                (Unknown.as_str(), InFlight.as_str(), Queued.as_str());
+            let lease_ms = duration_millis(lease);
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 7] = [
+                &worker.name(),
+                &worker.incarnation(),
+                &unknown,
+                &in_flight,
+                &lease_ms,
+                &key,
+                &queued,
+            ];
+            // When the answer to `COMMIT` is lost, the join sends nothing and the
+            // lease it may hold ends once the database is back (`claiming.rs`).
+            let take_over = live.statements.take_over.clone();
+            let taken = self
+                .claim_in_transaction(live, &take_over, &params, worker, lease)
                 .await?;
-            rows.first().map(|row| claimed(row, worker)).transpose()
+            Ok(taken.into_iter().next())
         })
     }
 

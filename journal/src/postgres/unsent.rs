@@ -2,16 +2,17 @@
 //!
 //! A write-ahead whose `COMMIT` answer was lost and whose outcome stayed unknown:
 //! the send it was for went out with nothing sent ("outcome unknown: the intent
-//! may still be sent under its key"). A resume claim whose `COMMIT` answer was
-//! lost: the pass sends none of the rows it may have claimed. Either way, if the
-//! write committed, rows hold leases in this worker's name that nobody is sending
-//! under, and a resumer would take them only when those leases lapse (a
-//! write-ahead's: the deadline plus the lease margin, half a minute on the
-//! defaults; a resume claim's: the resume lease, five minutes). So, once the
-//! database answers again, those leases are ended and the intents are taken at
-//! once. Only the leases these runs took are ended (the fence each run wrote,
-//! this worker and incarnation): one a resumer or a joiner took over since is
-//! left alone, and a write that never committed matches no row.
+//! may still be sent under its key"). A resume claim or a join's take-over whose
+//! `COMMIT` answer was lost (`claiming.rs`): nothing is sent of the rows it may
+//! have claimed. Either way, if the write committed, rows hold leases in this
+//! worker's name that nobody is sending under, and a resumer would take them only
+//! when those leases lapse (a write-ahead's or a take-over's: the deadline plus the
+//! lease margin, half a minute on the defaults; a resume claim's: the resume
+//! lease, five minutes). So, once the database answers again, those leases are
+//! ended and the intents are taken at once. Only the leases these runs took are
+//! ended (the fence each run wrote, this worker and incarnation): one a resumer or
+//! a joiner took over since is left alone, and a write that never committed
+//! matches no row.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,7 @@
-//! A write-ahead whose `COMMIT` answer was lost, its outcome unknown, that had
-//! committed: its send went out with nothing sent, so once the database is back
-//! the intent is resumed within seconds, not when its lease (the deadline plus
-//! the lease margin) would have lapsed.
+//! Leases nobody sends under after a lost `COMMIT` answer: a write-ahead's (its
+//! send went out with nothing sent), a resume claim's, a join's take-over's. Once
+//! the database is back the intent is taken within seconds, not when the lease
+//! (the deadline plus the lease margin, or the resume lease) would have lapsed.
 
 use std::time::{Duration, Instant};
 
@@ -183,5 +183,71 @@ async fn a_resume_claim_whose_commit_answer_was_lost_holds_nothing_for_the_resum
         server.effects_with_key(intent.key()),
         1,
         "another worker sent it within {RESUMED_WITHIN:?}, not after the resume lease"
+    );
+}
+
+/// A join whose take-over `COMMIT` answer was lost: the send that joined sends
+/// nothing (its outcome unknown), and once the database answers the lease it
+/// took is ended, so a resumer sends the intent within seconds, not after the
+/// joiner's deadline plus its lease margin.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_join_whose_take_over_commit_answer_was_lost_holds_nothing_for_its_lease() {
+    use crate::support::proxy::{Cut, Proxy};
+    use crate::support::server::Act;
+
+    let cluster = match ThrowawayPostgres::start(Durability::Off) {
+        Ok(Some(cluster)) => cluster,
+        Ok(None) => return crate::support::skip_postgres("no initdb/pg_ctl found"),
+        Err(error) => panic!("starting a throwaway PostgreSQL failed: {error}"),
+    };
+    let proxy = Proxy::start(cluster.port()).await;
+    let joiner = journal(&proxy.conninfo(), "joiner", SENDER_MARGIN).await;
+    let first = journal(cluster.conninfo(), "first", Duration::from_secs(30)).await;
+    // The first send meets a 503 and ends unknown; every later one is paid.
+    let server = Server::scripted(
+        |_, before| {
+            if before == 0 {
+                Act::Unavailable
+            } else {
+                Act::Normal
+            }
+        },
+        None,
+    )
+    .await;
+    let key = "joined-then-cut";
+    let send = |journal: &Journal| {
+        client(1)
+            .post(&server.url)
+            .idempotency_key(key)
+            .body(r#"{"amount":9}"#)
+            .deadline(DEADLINE)
+            .durable(journal)
+            .send()
+    };
+    let told = send(&first).await.expect_err("a 503 on its only attempt");
+    assert!(told.is_outcome_unknown(), "{told}");
+
+    // The caller sends it again through another journal: it joins the unknown
+    // intent, and the take-over's COMMIT answer never arrives.
+    proxy.arm(Cut::AfterCommit);
+    let joined = send(&joiner)
+        .await
+        .expect_err("the join could not confirm its lease");
+    assert!(proxy.fired(), "the take-over's COMMIT was cut");
+    assert!(joined.is_outcome_unknown(), "{joined}");
+    assert_eq!(server.seen_with_key(key).len(), 1, "the join sent nothing");
+
+    let started = Instant::now();
+    let resumer = first.resumer(&client(3));
+    while server.effects_with_key(key) == 0 && started.elapsed() < RESUMED_WITHIN {
+        let _ = resumer.run_once().await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(
+        server.effects_with_key(key),
+        1,
+        "resumed within {RESUMED_WITHIN:?}, not at the end of the joiner's {:?} lease",
+        DEADLINE + SENDER_MARGIN
     );
 }
