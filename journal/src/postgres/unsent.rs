@@ -17,17 +17,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use idempotency_storage::postgres::keep_trying::KeepTrying;
 use tokio_postgres::types::ToSql;
 
 use super::pool::Pool;
 use super::queries::END_UNSENT_LEASE;
 use crate::state::IntentState::InFlight;
 use crate::worker::Worker;
-
-/// The first pause before asking; it doubles up to [`MAX_PAUSE`].
-const FIRST_PAUSE: Duration = Duration::from_millis(200);
-/// The longest pause: a database that is back is asked within it.
-const MAX_PAUSE: Duration = Duration::from_secs(1);
 
 /// Ends the unsent leases `(key, fence)` once the database answers, trying for
 /// as long as the leases (`lease`) would have lasted, on a task of its own.
@@ -39,18 +35,13 @@ pub(super) fn end_leases_once_back(
 ) {
     let (owner, incarnation) = (worker.name().to_owned(), worker.incarnation().to_owned());
     tokio::spawn(async move {
-        let give_up = tokio::time::Instant::now() + lease;
-        let mut pause = FIRST_PAUSE;
-        while tokio::time::Instant::now() < give_up {
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(MAX_PAUSE);
-            let Ok(conn) = pool.get().await else {
-                // After a lease ended at once (no pause), wait again.
-                pause = pause.max(FIRST_PAUSE);
-                continue;
-            };
+        let mut tries = KeepTrying::for_(lease);
+        while tries.next().await {
             let Some((key, fence)) = leases.last() else {
                 return;
+            };
+            let Ok(conn) = pool.get().await else {
+                continue;
             };
             let in_flight = InFlight.as_str();
             let params: [&(dyn ToSql + Sync); 5] = [key, &in_flight, &owner, &incarnation, fence];
@@ -74,15 +65,11 @@ pub(super) fn end_leases_once_back(
                         "journal: a lease taken by a write whose answer was lost is ended, so its intent is resumed now (0: the write had not committed)"
                     );
                     leases.pop();
-                    // The next one at once.
-                    pause = Duration::ZERO;
+                    tries.at_once();
                 }
                 // Its session may be mid-transaction: never given back to the
                 // pool halfway.
-                Err(_) => {
-                    conn.discard();
-                    pause = pause.max(FIRST_PAUSE);
-                }
+                Err(_) => conn.discard(),
             }
         }
     });

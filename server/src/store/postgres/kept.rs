@@ -4,8 +4,9 @@
 //! stored. When that write fails (the database restarting, a backend
 //! terminated), the key stays in progress until its lease lapses, and the
 //! next request with it runs the handler again: a second effect. So the store
-//! keeps the completion and writes it again in the background, with a backoff,
-//! until it lands or [`KEEP_TRYING_FOR`] has passed. A release (the handler's
+//! keeps the completion and writes it again in the background, with a backoff
+//! (`idempotency_storage::postgres::keep_trying`), until it lands or
+//! [`KEEP_TRYING_FOR`] has passed. A release (the handler's
 //! answer is not to be kept) is kept the same way, so retries are not told
 //! "in progress" for the rest of the lease, and so is a claim whose answer was
 //! lost (see `generation.rs`). The claim's generation guards each write: once
@@ -14,6 +15,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use idempotency_storage::postgres::keep_trying::KeepTrying;
 use idempotency_storage::postgres::Pool;
 
 use super::queries::{complete_in, RELEASE};
@@ -24,11 +26,6 @@ use crate::store::ClaimToken;
 /// How long a kept result is retried: the layer's default lease, past which
 /// the key may be taken over anyway.
 pub(super) const KEEP_TRYING_FOR: Duration = Duration::from_secs(60);
-/// The first pause between two tries; it doubles up to [`MAX_PAUSE`].
-const FIRST_PAUSE: Duration = Duration::from_millis(200);
-/// The longest pause: a database that is back is written to within it.
-const MAX_PAUSE: Duration = Duration::from_secs(1);
-
 /// What is kept: the key's response, or its release.
 pub(super) enum End {
     Complete(Completion, SystemTime),
@@ -40,11 +37,8 @@ pub(super) enum End {
 /// Writes `end` in the background until it lands or time runs out.
 pub(super) fn keep(pool: Arc<Pool<Connector>>, token: ClaimToken, end: End) {
     tokio::spawn(async move {
-        let give_up = tokio::time::Instant::now() + KEEP_TRYING_FOR;
-        let mut pause = FIRST_PAUSE;
-        while tokio::time::Instant::now() < give_up {
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(MAX_PAUSE);
+        let mut tries = KeepTrying::for_(KEEP_TRYING_FOR);
+        while tries.next().await {
             let Ok(client) = pool.get().await else {
                 continue;
             };
