@@ -227,6 +227,9 @@ fn first_run_outcome(end: &IntentEnd<'_>, unknown_retry_after: Duration) -> Outc
     )
 }
 
+/// The caller's own send is an intent's first run.
+const FIRST_RUN: i64 = 1;
+
 /// `first_run_outcome` over the facts of the end: its status and headers,
 /// why it gave up (if it did), whether the outcome is unknown, and the
 /// server's `Retry-After`.
@@ -243,13 +246,13 @@ pub fn first_run_outcome_of(
         None if !in_progress => final_response(status, headers),
         None => unknown(
             status,
-            1,
+            FIRST_RUN,
             retry_after,
             unknown_retry_after,
             "409 in progress",
         ),
         Some(reason) if outcome_unknown || in_progress => {
-            unknown(status, 1, retry_after, unknown_retry_after, reason)
+            unknown(status, FIRST_RUN, retry_after, unknown_retry_after, reason)
         }
         Some(reason) => Outcome::Failed {
             status: status.map(|s| s.as_u16()),
@@ -279,8 +282,6 @@ pub(crate) fn final_response(status: Option<StatusCode>, headers: Option<&Header
     }
 }
 
-/// Still unknown: due again after the journal's delay, or the server's
-/// Retry-After if that is longer.
 /// An open outcome after the intent's `runs`-th run: due again after the pause
 /// `next_run` sets from `hint` (the server's `Retry-After`) and `longest` (the
 /// journal's `unknown_retry_after`).
