@@ -11,6 +11,14 @@
 #       docs/mutants/results/<crate>/<label>/ (label: the files, or "all", the shard,
 #       "re-<time>" for --re), with `when.txt`, and scripts/mutants-table.py summarises
 #       every committed result in docs/mutants.md (a mutant's latest outcome counts).
+#   scripts/mutants.sh --crate client --lib-first [--shard 1/4] [--file ...] [--re ...]
+#       The same mutants, screened first by the crate's unit tests alone (`cargo test
+#       -p <crate> --lib`: one test binary to build per mutant, not every test target,
+#       example and the models). A mutant they catch is caught by the full command too,
+#       which runs those same tests among the rest, so it is recorded as caught. Each
+#       mutant the screen misses (or times out on) is run again by its exact name with
+#       the full command, and only that second verdict is recorded; unviable ones are
+#       recorded as unviable. `how.txt` in the results says which pass judged which.
 #   scripts/mutants.sh --list [--crate server]
 #       The mutants that would run (equivalent ones left out), without building anything.
 #   scripts/mutants.sh --in-diff [BASE]
@@ -22,7 +30,8 @@
 # own, one per crate, so a run never waits for the checkout's cargo lock and stays warm
 # between runs),
 # MUTANTS_CARGO_JOBS (default 2), MUTANTS_TIMEOUT / MUTANTS_BUILD_TIMEOUT (seconds per
-# mutant's tests / build). Everything runs under `nice -n 10`.
+# mutant's tests / build), MUTANTS_SCREEN_TIMEOUT (seconds per mutant's unit tests in
+# --lib-first's screen, default 120). Everything runs under `nice -n 10`.
 #
 # Equivalent mutants are listed in docs/mutants-equivalent.txt, each with its reason;
 # each line becomes an exact --exclude-re (file, line, column, mutation).
@@ -31,7 +40,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 
 usage() {
-  sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -39,6 +48,7 @@ crate=""
 shard=""
 jobs=1
 mode=run
+lib_first=""
 base=""
 files=()
 res=()
@@ -49,6 +59,7 @@ while [ $# -gt 0 ]; do
     --file) files+=("${2:?--file needs a path}"); shift 2 ;;
     --re) res+=("${2:?--re needs a regex}"); shift 2 ;;
     --jobs) jobs=${2:?--jobs needs a number}; shift 2 ;;
+    --lib-first) lib_first=1; shift ;;
     --list) mode=list; shift ;;
     --in-diff)
       mode=in-diff
@@ -134,6 +145,35 @@ mutants() {
     "${exclude_args[@]}" "$@"
 }
 
+# The same mutants judged by the crate's unit tests only: `--lib` goes to the build
+# (`cargo test --no-run`) as well as to the test run, so each mutant builds the one
+# test binary of the library, not every test target, example and the models.
+screen() {
+  local crate=$1
+  shift
+  local package
+  package=$(package_of "$crate")
+  CARGO_TARGET_DIR="$targets/$crate" nice -n 10 cargo mutants --package "$package" \
+    --test-package "$package" --cargo-arg=--lib \
+    --jobs "$jobs" --baseline skip \
+    --timeout "${MUTANTS_SCREEN_TIMEOUT:-120}" --build-timeout "${MUTANTS_BUILD_TIMEOUT:-1200}" \
+    "${exclude_args[@]}" "$@"
+}
+
+# `--exclude` for every rule file of a crate but the given ones. A run narrowed by name
+# (`--re`) still runs the struct-field deletions of every rule file (cargo-mutants 27.1
+# never matches their names); excluding the other files' paths leaves them out.
+other_files_excluded() {
+  local crate=$1
+  shift
+  local f keep
+  while IFS= read -r f; do
+    [ "$(crate_of_path "$f")" = "$crate" ] || continue
+    for keep in "$@"; do [ "$f" = "$keep" ] && continue 2; done
+    printf '%s\n' --exclude "$f"
+  done < <(rule_files)
+}
+
 case "$mode" in
   list)
     bash scripts/ensure-mutants.sh
@@ -188,13 +228,46 @@ case "$mode" in
     out="$targets/out/$crate-$label"
     mkdir -p "$out"
     started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-    status=0
-    mutants "$crate" --output "$out" "${args[@]}" || status=$?
     results="docs/mutants/results/$crate/$label"
     mkdir -p "$results"
-    for outcome in caught missed timeout unviable; do
-      sort "$out/mutants.out/$outcome.txt" >"$results/$outcome.txt" 2>/dev/null || : >"$results/$outcome.txt"
-    done
+    status=0
+    if [ -z "$lib_first" ]; then
+      mutants "$crate" --output "$out" "${args[@]}" || status=$?
+      for outcome in caught missed timeout unviable; do
+        sort "$out/mutants.out/$outcome.txt" >"$results/$outcome.txt" 2>/dev/null || : >"$results/$outcome.txt"
+      done
+    else
+      if [ ${#files[@]} -gt 0 ]; then
+        mapfile -t narrow < <(other_files_excluded "$crate" "${files[@]}")
+        args+=("${narrow[@]}")
+      fi
+      screen "$crate" --output "$out/screen" "${args[@]}" || status=$?
+      # 2: missed mutants, 3: timeouts; anything else but 0 is a failed run.
+      case "$status" in 0 | 2 | 3) status=0 ;; *) echo "mutants: the screen failed (cargo-mutants exit $status)" >&2; exit "$status" ;; esac
+      screened="$out/screen/mutants.out"
+      sort -u "$screened/missed.txt" "$screened/timeout.txt" 2>/dev/null >"$out/again.txt" || :
+      for outcome in caught missed timeout unviable; do : >"$results/$outcome.txt"; done
+      sort "$screened/caught.txt" >"$results/caught.txt" 2>/dev/null || :
+      sort "$screened/unviable.txt" >"$results/unviable.txt" 2>/dev/null || :
+      if [ -s "$out/again.txt" ]; then
+        again=()
+        while IFS= read -r name; do again+=(--re "^$(escape "$name")\$"); done <"$out/again.txt"
+        mapfile -t again_files < <(sed 's/:.*//' "$out/again.txt" | sort -u)
+        mapfile -t narrow < <(other_files_excluded "$crate" "${again_files[@]}")
+        mutants "$crate" --output "$out/full" "${again[@]}" "${narrow[@]}" || status=$?
+        for outcome in caught missed timeout unviable; do
+          if [ -f "$out/full/mutants.out/$outcome.txt" ]; then
+            sort -u "$results/$outcome.txt" "$out/full/mutants.out/$outcome.txt" -o "$results/$outcome.txt"
+          fi
+        done
+      fi
+      {
+        echo "lib-first: every mutant screened by \`cargo test -p $(package_of "$crate") --lib --all-features\`;"
+        echo "caught there: $(wc -l <"$screened/caught.txt" 2>/dev/null || echo 0), unviable: $(wc -l <"$screened/unviable.txt" 2>/dev/null || echo 0)."
+        echo "Judged again by the full command (the crate's tests and the models), whose verdict is recorded:"
+        cat "$out/again.txt"
+      } >"$results/how.txt"
+    fi
     echo "$started" >"$results/when.txt"
     echo "mutants: results in $results (cargo-mutants exit $status)"
     python3 scripts/mutants-table.py
