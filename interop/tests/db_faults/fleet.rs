@@ -233,9 +233,25 @@ impl Fleet {
     }
 }
 
+/// The load's first second is its warm-up (connections, prepared statements).
+const WARM_UP: Duration = Duration::from_secs(1);
+/// How long the full form loads the database after its warm-up, before the
+/// fault: the throughput a fault is held to (the quick form has no time for it).
+pub const BASELINE: Duration = Duration::from_secs(5);
+
+/// How long the load runs before the fault starts.
+fn load_before_fault() -> Duration {
+    if crate::full() {
+        WARM_UP + BASELINE
+    } else {
+        WARM_UP
+    }
+}
+
 /// Runs the senders and resumers of `journals` (worker `w` sending to
 /// `urls[w % urls.len()]`), applies `fault` (which returns when the database
-/// is back) after a second, goes on for a while, then lets every intent settle.
+/// is back) after `load_before_fault`, goes on for a while, then lets every
+/// intent settle.
 pub async fn run_load(
     journals: &[Journal],
     urls: &[String],
@@ -275,7 +291,7 @@ pub async fn run_load(
         })
         .collect();
 
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    tokio::time::sleep(load_before_fault()).await;
     let fault_started = Instant::now();
     let back_at = fault.await;
     // The load goes on past the database's return (recovery is measured

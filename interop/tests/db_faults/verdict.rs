@@ -8,7 +8,7 @@ use reqwest_resilience_journal::IntentState;
 
 use std::collections::BTreeMap;
 
-use crate::fleet::{states, Outcome, Told, DEADLINE, OVERRUN_SLACK, SETTLE_TARGET};
+use crate::fleet::{states, Outcome, Told, BASELINE, DEADLINE, OVERRUN_SLACK, SETTLE_TARGET};
 use crate::stalls::worst_between;
 
 /// From the database accepting connections to the first payment completing.
@@ -117,7 +117,7 @@ pub async fn judge(
         None => problems.push("no payment completed after the fault".to_owned()),
         _ => {}
     }
-    let throughput_ratio = throughput_ratio(outcome);
+    let (vs_after, vs_before) = throughput_ratios(outcome);
     let settle = outcome.settled_at.map(|at| at - outcome.back_at);
     if let Some(settle) = settle.filter(|settle| *settle > SETTLE_TARGET) {
         problems.push(format!(
@@ -145,7 +145,8 @@ pub async fn judge(
          failed={failed} end_not_recorded={unrecorded} double_effects={doubles} \
          lost_intents={lost} fault_s={fault_s:.1} recovery_s={recovery} settle_s={settle} \
          worst_send_s={worst:.2} worst_overrun_s={overrun:.2} worst_stall_s={stall:.2} \
-         throughput_end_of_fault_vs_after={throughput_ratio:.2} \
+         throughput_end_of_fault_vs_after={vs_after:.2} \
+         throughput_end_of_fault_vs_before={vs_before} \
          resume_errors={resume_errors} reasons={reasons:?}",
         sends = outcome.notes.len(),
         answered = count(|t| matches!(t, Told::Answered(_))),
@@ -157,6 +158,7 @@ pub async fn judge(
         recovery = recovery.map_or("none".to_owned(), |r| format!("{:.2}", r.as_secs_f64())),
         settle = settle.map_or("none".to_owned(), |s| format!("{:.2}", s.as_secs_f64())),
         resume_errors = outcome.resume_errors,
+        vs_before = vs_before.map_or("none".to_owned(), |r| format!("{r:.2}")),
         overrun = worst_overrun.as_secs_f64(),
         stall = worst_stall.as_secs_f64(),
         worst = outcome
@@ -179,10 +181,10 @@ pub async fn judge(
     figures
 }
 
-/// Payments answered per second in the fault's last seconds against the
-/// seconds after it (the load's first second, before the fault, is its
-/// warm-up).
-pub fn throughput_ratio(outcome: &Outcome) -> f64 {
+/// Payments answered per second in the fault's last seconds against the two
+/// seconds after it, and (in the full form, whose load runs a baseline before
+/// the fault) against the seconds before it, after the load's warm-up.
+pub fn throughput_ratios(outcome: &Outcome) -> (f64, Option<f64>) {
     let rate = |from: tokio::time::Instant, to: tokio::time::Instant| {
         let answered = outcome
             .notes
@@ -191,8 +193,14 @@ pub fn throughput_ratio(outcome: &Outcome) -> f64 {
             .count();
         answered as f64 / (to - from).as_secs_f64().max(0.001)
     };
-    let window = Duration::from_secs(2).min(outcome.back_at - outcome.fault_started);
-    let during = rate(outcome.back_at - window, outcome.back_at);
+    let fault = outcome.back_at - outcome.fault_started;
+    let short = Duration::from_secs(2).min(fault);
     let after = rate(outcome.back_at, outcome.back_at + Duration::from_secs(2));
-    during / after.max(0.001)
+    let vs_after = rate(outcome.back_at - short, outcome.back_at) / after.max(0.001);
+    let vs_before = crate::full().then(|| {
+        let window = BASELINE.min(fault);
+        let before = rate(outcome.fault_started - window, outcome.fault_started);
+        rate(outcome.back_at - window, outcome.back_at) / before.max(0.001)
+    });
+    (vs_after, vs_before)
 }
