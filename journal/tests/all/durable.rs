@@ -18,6 +18,7 @@ crate::e2e_on_both_backends!(
     row_exists_before_the_server_receives_attempt_1,
     secrets_are_never_journaled_and_resume_signs_again,
     first_results_are_recorded,
+    an_unkeyed_idempotent_request_is_journaled_under_a_local_key,
 );
 
 async fn row_exists_before_the_server_receives_attempt_1(backend: Backend) {
@@ -46,6 +47,32 @@ async fn row_exists_before_the_server_receives_attempt_1(backend: Backend) {
     let row = journal.get("ahead-1").await.unwrap().unwrap();
     assert_eq!(row.state, IntentState::Succeeded);
     assert_eq!(row.locator.as_deref(), Some("/payments/1"));
+    assert_eq!(row.body, BODY);
+}
+
+/// A PUT carries no key by default: it is journaled under a key of the
+/// journal's own, never sent on the wire, and its answer recorded.
+async fn an_unkeyed_idempotent_request_is_journaled_under_a_local_key(backend: Backend) {
+    let journal = backend.journal(|b| b).await;
+    let server = Server::start().await;
+    let response = client(1)
+        .put(&server.url)
+        .body(BODY)
+        .durable(&journal)
+        .send()
+        .await
+        .expect("a final answer");
+    // The test server answers a request without a key 400, a final answer.
+    assert_eq!(response.status(), 400);
+    let seen = server.seen();
+    assert_eq!(seen.len(), 1, "sent once");
+    assert_eq!(seen[0].key, None, "no Idempotency-Key on the wire");
+    let rows = journal.list(IntentState::Failed, 10).await.unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let row = &rows[0];
+    assert!(row.key.starts_with("local-"), "{}", row.key);
+    assert!(!row.key_on_wire);
+    assert_eq!((row.method.as_str(), row.status), ("PUT", Some(400)));
     assert_eq!(row.body, BODY);
 }
 
