@@ -160,6 +160,12 @@ screen() {
     "${exclude_args[@]}" "$@"
 }
 
+# The files of the listed mutants (stdin) whose names match one of the regexes given.
+MATCHED_FILES='import re, sys
+names = [re.compile(r) for r in sys.argv[1:]]
+print("\n".join(sorted({line.split(":")[0] for line in sys.stdin
+                         if any(n.search(line.rstrip("\n")) for n in names)})))'
+
 # `--exclude` for every rule file of a crate but the given ones. A run narrowed by name
 # (`--re`) still runs the struct-field deletions of every rule file (cargo-mutants 27.1
 # never matches their names); excluding the other files' paths leaves them out.
@@ -239,6 +245,12 @@ case "$mode" in
     else
       if [ ${#files[@]} -gt 0 ]; then
         mapfile -t narrow < <(other_files_excluded "$crate" "${files[@]}")
+        args+=("${narrow[@]}")
+      elif [ ${#res[@]} -gt 0 ]; then
+        # The files of the mutants the names really match.
+        mapfile -t matched < <(mutants "$crate" --list "${args[@]}" |
+          python3 -c "$MATCHED_FILES" "${res[@]}")
+        mapfile -t narrow < <(other_files_excluded "$crate" "${matched[@]}")
         args+=("${narrow[@]}")
       fi
       screen "$crate" --output "$out/screen" "${args[@]}" || status=$?
