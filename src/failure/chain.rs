@@ -487,4 +487,18 @@ mod tests {
             );
         }
     }
+
+    /// A peer's reset reads, in the give-up message, as HTTP/2's own words for it.
+    #[cfg(feature = "http2")]
+    #[tokio::test]
+    async fn the_detail_of_a_peer_reset_is_its_reason() {
+        let refused = reset_by_the_peer(h2::Reason::REFUSED_STREAM).await;
+        let detail = detail(&refused);
+        assert!(
+            detail
+                .as_deref()
+                .is_some_and(|detail| detail.contains("refused stream")),
+            "{detail:?}: {refused:?}"
+        );
+    }
 }
