@@ -277,7 +277,7 @@ case "$mode" in
         echo "lib-first: every mutant screened by \`cargo test -p $(package_of "$crate") --lib --all-features\`;"
         echo "caught there: $(wc -l <"$screened/caught.txt" 2>/dev/null || echo 0), unviable: $(wc -l <"$screened/unviable.txt" 2>/dev/null || echo 0)."
         echo "Judged again by the full command (the crate's tests and the models), whose verdict is recorded:"
-        cat "$out/again.txt"
+        if [ -s "$out/again.txt" ]; then cat "$out/again.txt"; else echo "(none)"; fi
       } >"$results/how.txt"
     fi
     echo "$started" >"$results/when.txt"
