@@ -160,6 +160,12 @@ screen() {
     "${exclude_args[@]}" "$@"
 }
 
+# The files of the listed mutants (stdin) whose names match one of the regexes given.
+MATCHED_FILES='import re, sys
+names = [re.compile(r) for r in sys.argv[1:]]
+print("\n".join(sorted({line.split(":")[0] for line in sys.stdin
+                         if any(n.search(line.rstrip("\n")) for n in names)})))'
+
 # `--exclude` for every rule file of a crate but the given ones. A run narrowed by name
 # (`--re`) still runs the struct-field deletions of every rule file (cargo-mutants 27.1
 # never matches their names); excluding the other files' paths leaves them out.
@@ -240,6 +246,12 @@ case "$mode" in
       if [ ${#files[@]} -gt 0 ]; then
         mapfile -t narrow < <(other_files_excluded "$crate" "${files[@]}")
         args+=("${narrow[@]}")
+      elif [ ${#res[@]} -gt 0 ]; then
+        # The files of the mutants the names really match.
+        mapfile -t matched < <(mutants "$crate" --list "${args[@]}" |
+          python3 -c "$MATCHED_FILES" "${res[@]}")
+        mapfile -t narrow < <(other_files_excluded "$crate" "${matched[@]}")
+        args+=("${narrow[@]}")
       fi
       screen "$crate" --output "$out/screen" "${args[@]}" || status=$?
       # 2: missed mutants, 3: timeouts; anything else but 0 is a failed run.
@@ -265,7 +277,7 @@ case "$mode" in
         echo "lib-first: every mutant screened by \`cargo test -p $(package_of "$crate") --lib --all-features\`;"
         echo "caught there: $(wc -l <"$screened/caught.txt" 2>/dev/null || echo 0), unviable: $(wc -l <"$screened/unviable.txt" 2>/dev/null || echo 0)."
         echo "Judged again by the full command (the crate's tests and the models), whose verdict is recorded:"
-        cat "$out/again.txt"
+        if [ -s "$out/again.txt" ]; then cat "$out/again.txt"; else echo "(none)"; fi
       } >"$results/how.txt"
     fi
     echo "$started" >"$results/when.txt"

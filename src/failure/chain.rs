@@ -423,4 +423,82 @@ mod tests {
         assert!(timed_out.is_timeout(), "{timed_out:?}");
         assert_eq!(detail(&timed_out), None, "{timed_out:?}");
     }
+
+    /// A real HTTP/2 server's reset of the stream, with `reason`, as reqwest reports it.
+    #[cfg(feature = "http2")]
+    async fn reset_by_the_peer(reason: h2::Reason) -> reqwest::Error {
+        use hyper_util::rt::{TokioExecutor, TokioIo};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let (tcp, _) = listener.accept().await.unwrap();
+            // hyper answers a service error that is an h2::Error with RST_STREAM
+            // carrying its reason.
+            let service = hyper::service::service_fn(
+                move |_: http::Request<hyper::body::Incoming>| async move {
+                    Err::<http::Response<String>, _>(h2::Error::from(reason))
+                },
+            );
+            let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                .serve_connection(TokioIo::new(tcp), service)
+                .await;
+        });
+        let client = reqwest::Client::builder()
+            .http2_prior_knowledge()
+            .no_proxy()
+            .build()
+            .unwrap();
+        let error = client
+            .post(format!("http://{addr}/payments"))
+            .body("pay 5")
+            .send()
+            .await
+            .expect_err("the stream is reset");
+        server.abort();
+        error
+    }
+
+    /// The peer's word decides: a refused stream never left, even when reqwest also
+    /// reports a timeout; any other reset from the peer may have been processed, and a
+    /// timeout then names it.
+    #[cfg(feature = "http2")]
+    #[tokio::test]
+    async fn a_stream_the_peer_refused_never_left_and_its_other_resets_may_have() {
+        use h2::Reason;
+        use TransportFailure::{RefusedStream, StreamReset, Timeout};
+        #[rustfmt::skip]
+        let rows = [
+            // (the peer's reason, a timeout reported too) → the kind
+            (Reason::REFUSED_STREAM, false, RefusedStream),
+            (Reason::REFUSED_STREAM, true,  RefusedStream),
+            (Reason::INTERNAL_ERROR, false, StreamReset),
+            (Reason::INTERNAL_ERROR, true,  Timeout),
+        ];
+        for (reason, timeout, expected) in rows {
+            let error = reset_by_the_peer(reason).await;
+            let surface = Surface {
+                timeout,
+                ..Surface::of(&error)
+            };
+            assert_eq!(
+                sort(surface, &error),
+                expected,
+                "{reason:?}, timeout {timeout}: {error:?}"
+            );
+        }
+    }
+
+    /// A peer's reset reads, in the give-up message, as HTTP/2's own words for it.
+    #[cfg(feature = "http2")]
+    #[tokio::test]
+    async fn the_detail_of_a_peer_reset_is_its_reason() {
+        let refused = reset_by_the_peer(h2::Reason::REFUSED_STREAM).await;
+        let detail = detail(&refused);
+        assert!(
+            detail
+                .as_deref()
+                .is_some_and(|detail| detail.contains("refused stream")),
+            "{detail:?}: {refused:?}"
+        );
+    }
 }
