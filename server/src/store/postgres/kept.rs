@@ -26,6 +26,7 @@ use crate::store::ClaimToken;
 /// How long a kept result is retried: the layer's default lease, past which
 /// the key may be taken over anyway.
 pub(super) const KEEP_TRYING_FOR: Duration = Duration::from_secs(60);
+
 /// What is kept: the key's response, or its release.
 pub(super) enum End {
     Complete(Completion, SystemTime),
