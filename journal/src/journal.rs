@@ -347,6 +347,26 @@ mod tests {
         }
     }
 
+    /// What `max_runs`' documentation promises of the defaults: the pauses
+    /// between an open intent's runs, before it is abandoned, add up to about
+    /// four and a half minutes of an outage (the journal's first run included).
+    #[cfg(feature = "sqlite")]
+    #[test]
+    fn the_default_runs_cover_four_and_a_half_minutes_of_pauses() {
+        use crate::next_run::pause_before_next_run;
+        use crate::sqlite::SqliteStore;
+        let journal = Journal::new(SqliteStore::open_in_memory().expect("journal"));
+        let settings = journal.settings();
+        // A pause follows each run but the last.
+        let pauses: Duration = (1..settings.max_runs)
+            .map(|runs| pause_before_next_run(runs, None, settings.unknown_retry_after))
+            .sum();
+        assert!(
+            pauses >= Duration::from_secs(270) && pauses < Duration::from_secs(300),
+            "{pauses:?}"
+        );
+    }
+
     /// The settings a builder was given are the journal's.
     #[cfg(feature = "sqlite")]
     #[test]
